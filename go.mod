@@ -1,0 +1,3 @@
+module github.com/ggufkit/ggufkit
+
+go 1.26.8
