@@ -1,0 +1,81 @@
+package quantize
+
+import "math"
+
+// Half- and brain-float conversions exactly as ggml performs them
+// (ggml/src/ggml-impl.h: ggml_compute_fp32_to_fp16, ggml_compute_fp16_to_fp32,
+// ggml_compute_fp32_to_bf16, ggml_compute_bf16_to_fp32). Every block scale of
+// every quantized type goes through these, so they must match bit for bit.
+
+// FP32ToFP16 rounds f to IEEE half precision (round to nearest even, overflow
+// to infinity, NaN to a quiet NaN 0x7E00 with f's sign), using ggml's
+// float-arithmetic formulation so the bits are ggml's.
+func FP32ToFP16(f float32) uint16 {
+	const scaleToInf = 0x1.0p+112
+	const scaleToZero = 0x1.0p-110
+	base := float32(float32(abs32(f)*scaleToInf) * scaleToZero)
+
+	w := math.Float32bits(f)
+	shl1w := w + w
+	sign := w & 0x80000000
+	bias := shl1w & 0xFF000000
+	if bias < 0x71000000 {
+		bias = 0x71000000
+	}
+	base = float32(math.Float32frombits((bias>>1)+0x07800000) + base)
+	bits := math.Float32bits(base)
+	expBits := (bits >> 13) & 0x00007C00
+	mantBits := bits & 0x00000FFF
+	nonsign := expBits + mantBits
+	if shl1w > 0xFF000000 {
+		nonsign = 0x7E00
+	}
+	return uint16(sign>>16) | uint16(nonsign)
+}
+
+// fp16Table holds the float32 value of every half-precision bit pattern.
+var fp16Table = func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for h := range t {
+		t[h] = fp16ToFP32Compute(uint16(h))
+	}
+	return &t
+}()
+
+// FP16ToFP32 widens a half-precision value; exact for every finite value.
+func FP16ToFP32(h uint16) float32 { return fp16Table[h] }
+
+// fp16ToFP32Compute mirrors ggml_compute_fp16_to_fp32, including that a NaN
+// comes out quiet (the multiply in ggml's normalized path quiets a
+// signalling NaN).
+func fp16ToFP32Compute(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1F
+	mant := uint32(h & 0x3FF)
+	switch {
+	case exp == 0x1F && mant != 0:
+		return math.Float32frombits(sign | 0x7F800000 | 0x00400000 | mant<<13)
+	case exp == 0x1F:
+		return math.Float32frombits(sign | 0x7F800000)
+	case exp == 0:
+		// subnormal or zero: mant · 2^-24, exact in float32
+		v := float32(mant) * 0x1.0p-24
+		return math.Float32frombits(sign | math.Float32bits(v))
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
+}
+
+// FP32ToBF16 rounds f to bfloat16 (round to nearest even, NaN made quiet by
+// setting bit 6 of the result, no flush of subnormals).
+func FP32ToBF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		return uint16(u>>16) | 64
+	}
+	return uint16((u + (0x7fff + ((u >> 16) & 1))) >> 16)
+}
+
+// BF16ToFP32 widens a bfloat16 value (exact).
+func BF16ToFP32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ 0x80000000) }
