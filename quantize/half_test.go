@@ -51,11 +51,11 @@ func TestFP32ToFP16RoundTrip(t *testing.T) {
 		{65519.99, 0x7BFF},
 		{65520, 0x7C00}, // halfway to the next binade rounds to even: infinity
 		{float32(math.Inf(-1)), 0xFC00},
-		{1 + 0x1.0p-11, 0x3C00},   // tie, rounds to even
-		{1 + 3*0x1.0p-11, 0x3C02}, // tie, rounds to even (up)
-		{0x1.0p-25, 0x0000},       // half the smallest subnormal: tie to even 0
-		{0x1.8p-25, 0x0001},       // above the tie
-		{float32(-0.0), 0x8000},   // sign kept
+		{1 + 0x1.0p-11, 0x3C00},                 // tie, rounds to even
+		{1 + 3*0x1.0p-11, 0x3C02},               // tie, rounds to even (up)
+		{0x1.0p-25, 0x0000},                     // half the smallest subnormal: tie to even 0
+		{0x1.8p-25, 0x0001},                     // above the tie
+		{float32(math.Copysign(0, -1)), 0x8000}, // sign kept
 		{float32(math.Float32frombits(0x7f800001)), 0x7E00},
 	}
 	for _, c := range cases {
