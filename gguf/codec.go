@@ -14,6 +14,9 @@ import (
 // anything is allocated, so a hostile header cannot make it allocate more
 // than the input holds. Errors are *FormatError values naming File, Field
 // and the byte offset.
+//
+// The decoder buffers its input itself (do not wrap r in a bufio.Reader) and
+// parses from that buffer, so small reads cost no calls.
 type Decoder struct {
 	// File and Field name the input and the structure being read, for errors.
 	File  string
@@ -21,14 +24,18 @@ type Decoder struct {
 
 	r      io.Reader
 	order  binary.ByteOrder
-	off    int64 // absolute offset of the next byte
-	remain int64 // bytes left in the input
-	buf    [8]byte
+	buf    []byte // unread input is buf[pos:]
+	pos    int
+	off    int64 // absolute offset of buf[pos]
+	remain int64 // bytes left in the input from off on, buffered ones included
+	pool   []byte
 }
 
+// decoderChunk is how much input the decoder reads at a time.
+const decoderChunk = 64 << 10
+
 // NewDecoder returns a Decoder reading r, whose next byte is at absolute
-// offset off and which holds remain more bytes. Wrap a file in a
-// bufio.Reader: the decoder reads in small pieces.
+// offset off and which holds remain more bytes.
 func NewDecoder(r io.Reader, order binary.ByteOrder, off, remain int64) *Decoder {
 	return &Decoder{r: r, order: order, off: off, remain: remain}
 }
@@ -51,92 +58,128 @@ func (d *Decoder) errorAt(off int64, sentinel error, format string, args ...any)
 	return &FormatError{File: d.File, Field: d.Field, Offset: off, Msg: fmt.Sprintf(format, args...), Err: sentinel}
 }
 
-// read fills p entirely or fails with ErrTruncated.
-func (d *Decoder) read(p []byte, what string) error {
-	if int64(len(p)) > d.remain {
-		return d.Errorf(ErrTruncated, "%s needs %d bytes, %d left", what, len(p), d.remain)
+// take returns the next n bytes (valid until the next call) and consumes
+// them, failing with ErrTruncated when fewer than n are left.
+func (d *Decoder) take(n int, what string) ([]byte, error) {
+	if n < 0 || int64(n) > d.remain {
+		return nil, d.Errorf(ErrTruncated, "%s needs %d bytes, %d left", what, n, d.remain)
 	}
-	n, err := io.ReadFull(d.r, p)
+	if len(d.buf)-d.pos < n {
+		if err := d.fill(n, what); err != nil {
+			return nil, err
+		}
+	}
+	p := d.buf[d.pos : d.pos+n]
+	d.pos += n
+	d.off += int64(n)
+	d.remain -= int64(n)
+	return p, nil
+}
+
+// fill makes at least n bytes available in buf (n ≤ remain was checked, so
+// the buffer never grows beyond the input's size).
+func (d *Decoder) fill(n int, what string) error {
+	have := copy(d.buf, d.buf[d.pos:])
+	d.buf, d.pos = d.buf[:have], 0
+	want := int64(max(n, decoderChunk))
+	want = min(want, d.remain)
+	if int64(cap(d.buf)) < want {
+		nb := make([]byte, have, want)
+		copy(nb, d.buf)
+		d.buf = nb
+	}
+	m, err := io.ReadAtLeast(d.r, d.buf[have:want], n-have)
+	d.buf = d.buf[:have+m]
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return d.errorAt(d.off+int64(n), ErrTruncated, "%s: input ends early", what)
+			return d.errorAt(d.off+int64(have+m), ErrTruncated, "%s: input ends early", what)
 		}
 		return d.Errorf(err, "%s: %v", what, err)
 	}
-	d.off += int64(n)
-	d.remain -= int64(n)
 	return nil
 }
 
-// Bytes reads n raw bytes (n must have been checked against Remaining).
+// Bytes reads n raw bytes into a new slice.
 func (d *Decoder) Bytes(n int, what string) ([]byte, error) {
-	if int64(n) > d.remain || n < 0 {
-		return nil, d.Errorf(ErrTruncated, "%s needs %d bytes, %d left", what, n, d.remain)
+	p, err := d.take(n, what)
+	if err != nil {
+		return nil, err
 	}
-	p := make([]byte, n)
-	return p, d.read(p, what)
+	return append([]byte(nil), p...), nil
 }
 
 // Skip discards n bytes.
 func (d *Decoder) Skip(n int64, what string) error {
-	if n > d.remain || n < 0 {
+	if n < 0 || n > d.remain {
 		return d.Errorf(ErrTruncated, "%s needs %d bytes, %d left", what, n, d.remain)
 	}
-	m, err := io.CopyN(io.Discard, d.r, n)
-	d.off += m
-	d.remain -= m
-	if err != nil {
-		return d.Errorf(ErrTruncated, "%s: input ends early", what)
+	for n > 0 {
+		step := int(min(n, decoderChunk))
+		if _, err := d.take(step, what); err != nil {
+			return err
+		}
+		n -= int64(step)
 	}
 	return nil
 }
 
 // Uint8 reads one byte.
 func (d *Decoder) Uint8(what string) (uint8, error) {
-	err := d.read(d.buf[:1], what)
-	return d.buf[0], err
+	p, err := d.take(1, what)
+	if err != nil {
+		return 0, err
+	}
+	return p[0], nil
 }
 
 // Uint16 reads a 16-bit integer.
 func (d *Decoder) Uint16(what string) (uint16, error) {
-	err := d.read(d.buf[:2], what)
-	return d.order.Uint16(d.buf[:2]), err
+	p, err := d.take(2, what)
+	if err != nil {
+		return 0, err
+	}
+	return d.order.Uint16(p), nil
 }
 
 // Uint32 reads a 32-bit integer.
 func (d *Decoder) Uint32(what string) (uint32, error) {
-	err := d.read(d.buf[:4], what)
-	return d.order.Uint32(d.buf[:4]), err
+	p, err := d.take(4, what)
+	if err != nil {
+		return 0, err
+	}
+	return d.order.Uint32(p), nil
 }
 
 // Uint64 reads a 64-bit integer.
 func (d *Decoder) Uint64(what string) (uint64, error) {
-	err := d.read(d.buf[:8], what)
-	return d.order.Uint64(d.buf[:8]), err
+	p, err := d.take(8, what)
+	if err != nil {
+		return 0, err
+	}
+	return d.order.Uint64(p), nil
 }
 
-// String reads a length-prefixed string (u64 length, then bytes; no NUL).
-func (d *Decoder) String(what string) (string, error) {
+// stringBytes reads a length-prefixed string (u64 length, then bytes; no
+// NUL) and returns its bytes, valid until the next read.
+func (d *Decoder) stringBytes(what string) ([]byte, error) {
 	start := d.off
-	n, err := d.Uint64(what + " length")
+	n, err := d.Uint64("string length")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if n > MaxStringLength {
-		return "", d.errorAt(start, ErrTooLarge, "%s length %d exceeds the limit of %d bytes", what, n, MaxStringLength)
+		return nil, d.errorAt(start, ErrTooLarge, "%s length %d exceeds the limit of %d bytes", what, n, MaxStringLength)
 	}
 	if n > uint64(d.remain) {
-		return "", d.errorAt(start, ErrTooLarge, "%s length %d exceeds the %d bytes left", what, n, d.remain)
+		return nil, d.errorAt(start, ErrTooLarge, "%s length %d exceeds the %d bytes left", what, n, d.remain)
 	}
-	if n == 0 {
-		return "", nil
-	}
-	// Read straight into the string's storage: one allocation.
-	b := make([]byte, n)
-	if err := d.read(b, what); err != nil {
-		return "", err
-	}
-	return string(b), nil
+	return d.take(int(n), what)
+}
+
+// String reads a length-prefixed string.
+func (d *Decoder) String(what string) (string, error) {
+	p, err := d.stringBytes(what)
+	return string(p), err
 }
 
 // ValueType reads a 32-bit value type tag and checks it is defined.
@@ -231,24 +274,38 @@ func (d *Decoder) scalar(t ValueType) (Value, error) {
 // checked n against the bytes left.
 func (d *Decoder) array(et ValueType, n int) (Value, error) {
 	if et == TypeString {
-		xs := make([]string, n)
-		for i := range xs {
-			s, err := d.String("array string")
+		// All elements share one backing string: two allocations for the
+		// whole array instead of one per element (vocabularies hold 10^5).
+		ends := make([]int, n)
+		d.pool = d.pool[:0]
+		for i := range ends {
+			p, err := d.stringBytes("array string")
 			if err != nil {
 				return Value{}, err
 			}
-			xs[i] = s
+			d.pool = append(d.pool, p...)
+			ends[i] = len(d.pool)
+		}
+		all := string(d.pool)
+		if cap(d.pool) > 1<<20 {
+			d.pool = nil // don't keep a large scratch buffer alive
+		}
+		xs := make([]string, n)
+		start := 0
+		for i, end := range ends {
+			xs[i] = all[start:end]
+			start = end
 		}
 		return Array(xs), nil
 	}
-	raw, err := d.Bytes(n*et.Size(), "array data")
+	raw, err := d.take(n*et.Size(), "array data")
 	if err != nil {
 		return Value{}, err
 	}
 	o := d.order
 	switch et {
 	case TypeUint8:
-		return Array(raw), nil
+		return Array(append([]uint8(nil), raw...)), nil
 	case TypeInt8:
 		return Array(conv(raw, 1, func(b []byte) int8 { return int8(b[0]) })), nil
 	case TypeUint16:

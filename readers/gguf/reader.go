@@ -9,7 +9,6 @@
 package ggufread
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -121,8 +120,7 @@ func (f *File) Close() error {
 
 // parse reads the header through a buffered reader; it never touches tensor data.
 func parse(r io.ReaderAt, size int64, name string) (*File, error) {
-	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 1<<16)
-	d := gguf.NewDecoder(br, binary.LittleEndian, 0, size)
+	d := gguf.NewDecoder(io.NewSectionReader(r, 0, size), binary.LittleEndian, 0, size)
 	d.File, d.Field = name, "header"
 	f := &File{Name: name, Size: size, Alignment: gguf.DefaultAlignment}
 

@@ -318,7 +318,10 @@ func newBuilder(version uint32, nTensors, nKV uint64) *builder {
 	return b
 }
 
-func (b *builder) kv(key string, v gguf.Value) *builder { b.e.KV(gguf.KV{Key: key, Value: v}); return b }
+func (b *builder) kv(key string, v gguf.Value) *builder {
+	b.e.KV(gguf.KV{Key: key, Value: v})
+	return b
+}
 
 func (b *builder) tensor(name string, typ gguf.Type, off uint64, dims ...uint64) *builder {
 	b.e.TensorInfo(gguf.TensorInfo{Name: name, Shape: dims, Type: typ, Offset: off})

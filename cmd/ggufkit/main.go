@@ -1,0 +1,69 @@
+// Command ggufkit converts Hugging Face checkpoints to GGUF, requantizes GGUF
+// files like llama-quantize, and verifies conversions. Each subcommand lives
+// in its own file; this one wires them together.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// exitError carries an exit status other than 1 (e.g. verify's 2).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:            "ggufkit",
+		Usage:           "convert checkpoints to GGUF, requantize GGUF files, verify conversions",
+		Version:         version,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		Commands: []*cli.Command{
+			inspectCommand(),
+		},
+		// Errors are printed once, by main.
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+}
+
+// run executes the app and returns the process exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := newApp(stdout, stderr).RunContext(ctx, args)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "ggufkit: %v\n", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	var ce cli.ExitCoder
+	if errors.As(err, &ce) && ce.ExitCode() != 0 {
+		return ce.ExitCode()
+	}
+	return 1
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
