@@ -268,10 +268,12 @@ func blockNumber(name string) (int, bool) {
 // Sort orders tensors as llama.cpp's model loader does (weight_name_comparer):
 // by the layer number of "blk.N." (names without one first), then by name.
 func Sort(tensors []Tensor) {
-	sort.SliceStable(tensors, func(i, j int) bool { return lessName(tensors[i].Name, tensors[j].Name) })
+	sort.SliceStable(tensors, func(i, j int) bool { return Less(tensors[i].Name, tensors[j].Name) })
 }
 
-func lessName(a, b string) bool {
+// Less is the loader's name order: layer number of "blk.N." first (names
+// without one before all layers), then byte-wise name.
+func Less(a, b string) bool {
 	la, ok := blockNumber(a)
 	if !ok {
 		la = -1
