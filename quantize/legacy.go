@@ -1,0 +1,307 @@
+package quantize
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/ggufkit/ggufkit/gguf"
+)
+
+// The legacy block types Q4_0, Q4_1, Q5_0 and Q5_1 (32 values per block),
+// ported from ggml-quants.c. Without importance weights ggml_quantize_chunk
+// runs quantize_row_qX_Y_ref (a direct max/min scale, truncating casts);
+// with weights it runs quantize_row_qX_Y_impl, a weighted scale search whose
+// weights are qw·√(σ²+x²) with σ² the mean square of the whole row.
+//
+// Block layouts (ggml-common.h): Q4_0 d·qs[16]; Q4_1 d·m·qs[16];
+// Q5_0 d·qh[4]·qs[16]; Q5_1 d·m·qh[4]·qs[16]; d and m are fp16. Value j of
+// a block sits in the low nibble of qs[j] for j < 16 and in the high nibble
+// of qs[j-16] otherwise; for the 5-bit types bit j of the little-endian
+// uint32 qh holds its fifth bit.
+
+const qkLegacy = 32
+
+func init() {
+	register(gguf.Q4_0, &codec{encodeRow: encodeQ4_0, decodeRow: decodeQ4_0, usesImatrix: true})
+	register(gguf.Q4_1, &codec{encodeRow: encodeQ4_1, decodeRow: decodeQ4_1, usesImatrix: true})
+	register(gguf.Q5_0, &codec{encodeRow: encodeQ5_0, decodeRow: decodeQ5_0, usesImatrix: true})
+	register(gguf.Q5_1, &codec{encodeRow: encodeQ5_1, decodeRow: decodeQ5_1, usesImatrix: true})
+}
+
+// rowSigma2 is σ² of the legacy _impl encoders: Σx²/n over the whole row,
+// accumulated in float in column order.
+func rowSigma2(x []float32) float32 {
+	var sum float32
+	for _, v := range x {
+		sum += float32(v * v)
+	}
+	return float32(sum / float32(len(x)))
+}
+
+// legacyWeights fills w with ggml's qw[j]·sqrtf(σ²+x[j]²).
+func legacyWeights(w *[qkLegacy]float32, x, qw []float32, sigma2 float32) {
+	x, qw = x[:qkLegacy], qw[:qkLegacy]
+	for j := range w {
+		w[j] = float32(qw[j] * sqrt32(sigma2+float32(x[j]*x[j])))
+	}
+}
+
+// minMax returns the minimum and maximum of x starting from ±FLT_MAX, as
+// quantize_row_q4_1_ref and quantize_row_q5_1_ref do.
+func minMax(x []float32) (lo, hi float32) {
+	lo, hi = math.MaxFloat32, -math.MaxFloat32
+	for _, v := range x {
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
+}
+
+// The truncating casts below go through cTruncInt32 because a subnormal
+// block maximum makes the inverse scale infinite and x·id ±Inf or NaN, which
+// x86-64 converts to INT32_MIN (low byte 0).
+
+// encodeQ4_0 is quantize_q4_0: quantize_row_q4_0_ref without weights,
+// quantize_row_q4_0_impl with them.
+func encodeQ4_0(dst []byte, src, imatrix []float32) {
+	const bs = 18
+	nb := len(src) / qkLegacy
+	if imatrix == nil {
+		for i := range nb {
+			x := (*[qkLegacy]float32)(src[i*qkLegacy:])
+			y := (*[bs]byte)(dst[i*bs:])
+			d := absMaxSigned(x[:]) / -8
+			var id float32
+			if d != 0 {
+				id = 1 / d
+			}
+			putHalf(y[0:], d)
+			for j := range 16 {
+				// MIN(15, (int8_t)(x·id + 8.5f)): truncation, not rounding.
+				x0 := min(15, int32(int8(cTruncInt32(float32(x[j]*id)+8.5))))
+				x1 := min(15, int32(int8(cTruncInt32(float32(x[j+16]*id)+8.5))))
+				y[2+j] = uint8(x0) | uint8(x1<<4)
+			}
+		}
+		return
+	}
+	sigma2 := rowSigma2(src)
+	var w [qkLegacy]float32
+	var L [qkLegacy]int8
+	for i := range nb {
+		x := src[i*qkLegacy : (i+1)*qkLegacy]
+		y := (*[bs]byte)(dst[i*bs:])
+		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
+		d := makeQXQuants(8, x, L[:], w[:])
+		putHalf(y[0:], d)
+		for j := range 16 {
+			y[2+j] = uint8(L[j]) | uint8(L[j+16])<<4
+		}
+	}
+}
+
+// encodeQ4_1 is quantize_q4_1: quantize_row_q4_1_ref without weights,
+// quantize_row_q4_1_impl with them.
+func encodeQ4_1(dst []byte, src, imatrix []float32) {
+	const bs = 20
+	nb := len(src) / qkLegacy
+	if imatrix == nil {
+		for i := range nb {
+			x := (*[qkLegacy]float32)(src[i*qkLegacy:])
+			y := (*[bs]byte)(dst[i*bs:])
+			lo, hi := minMax(x[:])
+			d := (hi - lo) / 15
+			var id float32
+			if d != 0 {
+				id = 1 / d
+			}
+			putHalf(y[0:], d)
+			putHalf(y[2:], lo)
+			for j := range 16 {
+				x0 := min(15, int32(int8(cTruncInt32(float32((x[j]-lo)*id)+0.5))))
+				x1 := min(15, int32(int8(cTruncInt32(float32((x[j+16]-lo)*id)+0.5))))
+				y[4+j] = uint8(x0) | uint8(x1<<4)
+			}
+		}
+		return
+	}
+	sigma2 := rowSigma2(src)
+	var w [qkLegacy]float32
+	var L, Laux [qkLegacy]uint8
+	for i := range nb {
+		x := src[i*qkLegacy : (i+1)*qkLegacy]
+		y := (*[bs]byte)(dst[i*bs:])
+		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
+		d, negMin := makeQKXQuants(15, x, w[:], L[:], Laux[:], -0.9, 0.05, 36, false)
+		putHalf(y[0:], d)
+		putHalf(y[2:], -negMin)
+		for j := range 16 {
+			y[4+j] = L[j] | L[j+16]<<4
+		}
+	}
+}
+
+// packQ5 stores 32 five-bit levels as qh (bit j = fifth bit of level j) and
+// the nibbles qs.
+func packQ5(qh *[4]byte, qs *[16]byte, L *[qkLegacy]uint8) {
+	var h uint32
+	for j := range 16 {
+		l0, l1 := L[j], L[j+16]
+		qs[j] = l0&0x0F | (l1&0x0F)<<4
+		h |= uint32(l0&0x10) >> 4 << j
+		h |= uint32(l1&0x10) >> 4 << (j + 16)
+	}
+	binary.LittleEndian.PutUint32(qh[:], h)
+}
+
+// encodeQ5_0 is quantize_q5_0: quantize_row_q5_0_ref without weights,
+// quantize_row_q5_0_impl with them.
+func encodeQ5_0(dst []byte, src, imatrix []float32) {
+	const bs = 22
+	nb := len(src) / qkLegacy
+	var L [qkLegacy]uint8
+	if imatrix == nil {
+		for i := range nb {
+			x := (*[qkLegacy]float32)(src[i*qkLegacy:])
+			y := (*[bs]byte)(dst[i*bs:])
+			d := absMaxSigned(x[:]) / -16
+			var id float32
+			if d != 0 {
+				id = 1 / d
+			}
+			putHalf(y[0:], d)
+			for j, v := range x {
+				// MIN(31, (int8_t)(x·id + 16.5f)) stored in a uint8_t.
+				L[j] = uint8(min(31, int32(int8(cTruncInt32(float32(v*id)+16.5)))))
+			}
+			packQ5((*[4]byte)(y[2:]), (*[16]byte)(y[6:]), &L)
+		}
+		return
+	}
+	sigma2 := rowSigma2(src)
+	var w [qkLegacy]float32
+	var Ls [qkLegacy]int8
+	for i := range nb {
+		x := src[i*qkLegacy : (i+1)*qkLegacy]
+		y := (*[bs]byte)(dst[i*bs:])
+		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
+		d := makeQXQuants(16, x, Ls[:], w[:])
+		putHalf(y[0:], d)
+		for j, l := range Ls {
+			L[j] = uint8(l)
+		}
+		packQ5((*[4]byte)(y[2:]), (*[16]byte)(y[6:]), &L)
+	}
+}
+
+// encodeQ5_1 is quantize_q5_1: quantize_row_q5_1_ref without weights,
+// quantize_row_q5_1_impl with them.
+func encodeQ5_1(dst []byte, src, imatrix []float32) {
+	const bs = 24
+	nb := len(src) / qkLegacy
+	var L [qkLegacy]uint8
+	if imatrix == nil {
+		for i := range nb {
+			x := (*[qkLegacy]float32)(src[i*qkLegacy:])
+			y := (*[bs]byte)(dst[i*bs:])
+			lo, hi := minMax(x[:])
+			d := (hi - lo) / 31
+			var id float32
+			if d != 0 {
+				id = 1 / d
+			}
+			putHalf(y[0:], d)
+			putHalf(y[2:], lo)
+			for j, v := range x {
+				// (uint8_t)(x0 + 0.5f): truncation, no clamp.
+				L[j] = uint8(cTruncInt32(float32((v-lo)*id) + 0.5))
+			}
+			packQ5((*[4]byte)(y[4:]), (*[16]byte)(y[8:]), &L)
+		}
+		return
+	}
+	sigma2 := rowSigma2(src)
+	var w [qkLegacy]float32
+	var Laux [qkLegacy]uint8
+	for i := range nb {
+		x := src[i*qkLegacy : (i+1)*qkLegacy]
+		y := (*[bs]byte)(dst[i*bs:])
+		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
+		d, negMin := makeQKXQuants(31, x, w[:], L[:], Laux[:], -0.9, 0.05, 36, false)
+		putHalf(y[0:], d)
+		putHalf(y[2:], -negMin)
+		packQ5((*[4]byte)(y[4:]), (*[16]byte)(y[8:]), &L)
+	}
+}
+
+// decodeQ4_0 is dequantize_row_q4_0: (q-8)·d.
+func decodeQ4_0(dst []float32, src []byte) {
+	const bs = 18
+	for i := range len(src) / bs {
+		b := (*[bs]byte)(src[i*bs:])
+		y := (*[qkLegacy]float32)(dst[i*qkLegacy:])
+		d := halfAt(b[0:])
+		for j := range 16 {
+			q := b[2+j]
+			y[j] = float32(int32(q&0x0F)-8) * d
+			y[j+16] = float32(int32(q>>4)-8) * d
+		}
+	}
+}
+
+// decodeQ4_1 is dequantize_row_q4_1: q·d + m.
+func decodeQ4_1(dst []float32, src []byte) {
+	const bs = 20
+	for i := range len(src) / bs {
+		b := (*[bs]byte)(src[i*bs:])
+		y := (*[qkLegacy]float32)(dst[i*qkLegacy:])
+		d := halfAt(b[0:])
+		m := halfAt(b[2:])
+		for j := range 16 {
+			q := b[4+j]
+			y[j] = float32(float32(q&0x0F)*d) + m
+			y[j+16] = float32(float32(q>>4)*d) + m
+		}
+	}
+}
+
+// decodeQ5_0 is dequantize_row_q5_0: (q-16)·d.
+func decodeQ5_0(dst []float32, src []byte) {
+	const bs = 22
+	for i := range len(src) / bs {
+		b := (*[bs]byte)(src[i*bs:])
+		y := (*[qkLegacy]float32)(dst[i*qkLegacy:])
+		d := halfAt(b[0:])
+		qh := binary.LittleEndian.Uint32(b[2:])
+		for j := range 16 {
+			q := b[6+j]
+			h0 := int32(qh>>j<<4) & 0x10
+			h1 := int32(qh>>(j+12)) & 0x10
+			y[j] = float32((int32(q&0x0F)|h0)-16) * d
+			y[j+16] = float32((int32(q>>4)|h1)-16) * d
+		}
+	}
+}
+
+// decodeQ5_1 is dequantize_row_q5_1: q·d + m.
+func decodeQ5_1(dst []float32, src []byte) {
+	const bs = 24
+	for i := range len(src) / bs {
+		b := (*[bs]byte)(src[i*bs:])
+		y := (*[qkLegacy]float32)(dst[i*qkLegacy:])
+		d := halfAt(b[0:])
+		m := halfAt(b[2:])
+		qh := binary.LittleEndian.Uint32(b[4:])
+		for j := range 16 {
+			q := b[8+j]
+			h0 := int32(qh>>j<<4) & 0x10
+			h1 := int32(qh>>(j+12)) & 0x10
+			y[j] = float32(float32(int32(q&0x0F)|h0)*d) + m
+			y[j+16] = float32(float32(int32(q>>4)|h1)*d) + m
+		}
+	}
+}
