@@ -37,6 +37,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand: true,
 		Commands: []*cli.Command{
 			inspectCommand(),
+			quantizeCommand(),
 		},
 		// Errors are printed once, by main.
 		ExitErrHandler: func(*cli.Context, error) {},
