@@ -5,6 +5,11 @@
 // The concrete readers live in sub-packages: readers/safetensors,
 // readers/pytorch, readers/gguf; readers/hf opens a model folder (or a single
 // weights file, or a Hugging Face cache entry) with its config files.
+//
+// This package also holds what the readers share: DType sizes and the exact
+// conversion of every source dtype to float32 (ToFloat32), row arithmetic
+// (NumElements, Rows, RowSpan), the optional zero-copy RawReader interface,
+// the per-tensor float32 digest (Checksum) and Git LFS pointer detection.
 package readers
 
 import (
@@ -56,7 +61,8 @@ type Source interface {
 	Tensors() []TensorInfo
 	// ReadFloat32 converts rows [row0, row0+nrows) of the named tensor to
 	// float32 into dst (len(dst) = nrows × row length). A row is the last
-	// dimension; a 0- or 1-dimensional tensor has one row.
+	// dimension; a 0- or 1-dimensional tensor has one row (see Rows). It is
+	// safe to call concurrently, for the same or different tensors.
 	ReadFloat32(ctx context.Context, name string, dst []float32, row0, nrows int) error
 	// Close releases the files and mappings.
 	Close() error
