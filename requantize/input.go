@@ -30,6 +30,18 @@ type InputTensor struct {
 // KV returns a metadata value of the first file.
 func (in *Input) KV(key string) (gguf.Value, bool) { return in.Files[0].KV(key) }
 
+// KVs returns the first file's metadata.
+func (in *Input) KVs() []gguf.KV { return in.Files[0].KVs }
+
+// Alignment is the first file's data alignment.
+func (in *Input) Alignment() int { return int(in.Files[0].Alignment) }
+
+// Shards is the number of files.
+func (in *Input) Shards() int { return len(in.Files) }
+
+// TensorList returns Tensors.
+func (in *Input) TensorList() []InputTensor { return in.Tensors }
+
 // Close closes every shard.
 func (in *Input) Close() error {
 	var first error

@@ -52,6 +52,29 @@ func Run(ctx context.Context, inPath, outPath string, opts Options) (*Report, er
 			return nil, fmt.Errorf("requantize: input and output are the same file: %s", inPath)
 		}
 	}
+	return RunModel(ctx, in, inPath, outPath, opts)
+}
+
+// Model is what a run reads: a GGUF or gguf-split set (Input), or any
+// other source that presents itself as one, such as a conversion in
+// progress showing its F32 output (convert's one-pass quantization).
+type Model interface {
+	// KVs are the metadata pairs in file order; KV looks one up.
+	KVs() []gguf.KV
+	KV(key string) (gguf.Value, bool)
+	// Alignment is the data alignment of the output.
+	Alignment() int
+	// Shards is the number of input files (for KeepSplit).
+	Shards() int
+	// TensorList lists the tensors with their shard and offset.
+	TensorList() []InputTensor
+	// Data returns a tensor's bytes in its type.
+	Data(t *InputTensor) ([]byte, error)
+}
+
+// RunModel is Run on an opened model; name identifies it in errors.
+func RunModel(ctx context.Context, in Model, name, outPath string, opts Options) (*Report, error) {
+	inPath := name
 	model, err := mix.ModelFromKVs(in.KV)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", inPath, err)
@@ -78,7 +101,7 @@ func Run(ctx context.Context, inPath, outPath string, opts Options) (*Report, er
 	kvs := outputKVs(in, ft, opts, newBlockCount)
 	nOut := 1
 	if opts.KeepSplit {
-		nOut = len(in.Files)
+		nOut = in.Shards()
 	}
 	if opts.DryRun {
 		for i := range plan {
@@ -105,7 +128,7 @@ func Run(ctx context.Context, inPath, outPath string, opts Options) (*Report, er
 		if opts.KeepSplit {
 			path = fmt.Sprintf("%s-%05d-of-%05d.gguf", strings.TrimSuffix(outPath, ".gguf"), s+1, nOut)
 		}
-		w, err := writer.Create(ctx, path, writer.Options{Overwrite: opts.Overwrite, Alignment: uint32(in.Files[0].Alignment)})
+		w, err := writer.Create(ctx, path, writer.Options{Overwrite: opts.Overwrite, Alignment: uint32(in.Alignment())})
 		if err != nil {
 			abortAll()
 			return nil, err
@@ -187,7 +210,7 @@ func elements(shape []uint64) uint64 {
 }
 
 // targetTypes gives the file type to record and the default tensor type.
-func targetTypes(in *Input, opts Options) (gguf.FileType, gguf.Type, error) {
+func targetTypes(in Model, opts Options) (gguf.FileType, gguf.Type, error) {
 	t := opts.Target
 	switch {
 	case t.Copy:
@@ -197,7 +220,7 @@ func targetTypes(in *Input, opts Options) (gguf.FileType, gguf.Type, error) {
 				return gguf.FileType(n), gguf.F32, nil
 			}
 		}
-		return guessFileType(in.Tensors), gguf.F32, nil
+		return guessFileType(in.TensorList()), gguf.F32, nil
 	case t.Preset != nil:
 		def, ok := mix.DefaultType(t.Preset.FileType)
 		if !ok {
@@ -216,10 +239,11 @@ var blockRe = regexp.MustCompile(`blk\.(\d+)\.`)
 // planTensors applies layer pruning, orders the tensors as llama-quantize
 // does and decides each one's type. It returns the new block count when
 // layers were pruned (else -1).
-func planTensors(in *Input, model mix.Model, ft gguf.FileType, def gguf.Type, opts Options) ([]plannedTensor, int, error) {
-	order := make([]*InputTensor, len(in.Tensors))
-	for i := range in.Tensors {
-		order[i] = &in.Tensors[i]
+func planTensors(in Model, model mix.Model, ft gguf.FileType, def gguf.Type, opts Options) ([]plannedTensor, int, error) {
+	list := in.TensorList()
+	order := make([]*InputTensor, len(list))
+	for i := range list {
+		order[i] = &list[i]
 	}
 	// The loader's weights map is ordered by layer then name.
 	sort.SliceStable(order, func(i, j int) bool { return mix.Less(order[i].Name, order[j].Name) })
@@ -349,9 +373,9 @@ func checkImatrixNeeds(plan []plannedTensor, opts Options, r *Report) error {
 // pairs, general.quantization_version and general.file_type re-set (moved to
 // the end), split keys dropped, then the overrides and the imatrix record,
 // then the block count after pruning.
-func outputKVs(in *Input, ft gguf.FileType, opts Options, blockCount int) []gguf.KV {
+func outputKVs(in Model, ft gguf.FileType, opts Options, blockCount int) []gguf.KV {
 	var kvs kvList
-	for _, kv := range in.Files[0].KVs {
+	for _, kv := range in.KVs() {
 		kvs.set(kv.Key, kv.Value)
 	}
 	kvs.set(gguf.KeyGeneralQuantizationVersion, gguf.Uint32(gguf.QuantizationVersion))
@@ -373,7 +397,9 @@ func outputKVs(in *Input, ft gguf.FileType, opts Options, blockCount int) []gguf
 		}
 	}
 	if blockCount >= 0 {
-		kvs.set(gguf.ArchKey(in.Files[0].Architecture(), gguf.SuffixBlockCount), gguf.Uint32(uint32(blockCount)))
+		arch, _ := in.KV(gguf.KeyGeneralArchitecture)
+		name, _ := arch.Str()
+		kvs.set(gguf.ArchKey(name, gguf.SuffixBlockCount), gguf.Uint32(uint32(blockCount)))
 	}
 	return kvs
 }
@@ -407,7 +433,7 @@ func (l *kvList) set(key string, v gguf.Value) {
 
 // writeTensor copies or converts one tensor into its writer and returns the
 // bytes written and any warning.
-func writeTensor(ctx context.Context, in *Input, w *writer.Writer, q *quantize.Quantizer, p *plannedTensor, opts Options) (uint64, string, error) {
+func writeTensor(ctx context.Context, in Model, w *writer.Writer, q *quantize.Quantizer, p *plannedTensor, opts Options) (uint64, string, error) {
 	src, err := in.Data(p.src)
 	if err != nil {
 		return 0, "", err
