@@ -19,26 +19,30 @@ import (
 
 func inspectCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "inspect",
-		Usage:     "show the header of a GGUF file: metadata and tensors",
-		ArgsUsage: "FILE",
+		Name:  "inspect",
+		Usage: "show a GGUF file's metadata and tensors, or a checkpoint's tensors and config",
+		ArgsUsage: "PATH\n\n" +
+			"PATH is a GGUF file (recognised by its magic, whatever its name), or a checkpoint: a .safetensors,\n" +
+			".bin, .pth or .pt file, a *.index.json, a model folder (safetensors, PyTorch shards, Meta's\n" +
+			"consolidated.NN.pth + params.json) or a Hugging Face cache entry (models--org--name).",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print JSON (complete arrays, metadata in file order)"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON (GGUF: complete arrays, metadata in file order; checkpoint: format, tensors, config)"},
+			&cli.BoolFlag{Name: "checksum", Usage: "checkpoint only: add each tensor's sha256 of its values as float32 little-endian, row-major"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return cli.Exit("inspect: expected one FILE", 2)
+				return cli.Exit("inspect: expected one PATH", 2)
 			}
-			f, err := ggufread.Open(c.Args().First())
-			if err != nil {
-				return err
-			}
-			defer f.Close()
+			path := c.Args().First()
 			w := bufio.NewWriterSize(c.App.Writer, 1<<16)
-			if c.Bool("json") {
-				err = writeInspectJSON(w, f)
+			var err error
+			if isGGUF(path) {
+				if c.Bool("checksum") {
+					return cli.Exit("inspect: --checksum reads checkpoints; "+path+" is a GGUF file", 2)
+				}
+				err = inspectGGUF(w, path, c.Bool("json"))
 			} else {
-				err = writeInspectText(w, f)
+				err = inspectSource(c.Context, w, path, c.Bool("json"), c.Bool("checksum"))
 			}
 			if err != nil {
 				return err
@@ -46,6 +50,18 @@ func inspectCommand() *cli.Command {
 			return w.Flush()
 		},
 	}
+}
+
+func inspectGGUF(w io.Writer, path string, asJSON bool) error {
+	f, err := ggufread.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if asJSON {
+		return writeInspectJSON(w, f)
+	}
+	return writeInspectText(w, f)
 }
 
 func byteOrderName(f *ggufread.File) string {

@@ -176,6 +176,9 @@ func (f *File) ReadFloat32(ctx context.Context, name string, dst []float32, row0
 		if err := readers.ToFloat32(dst[:n], src, e.DType); err != nil {
 			return fmt.Errorf("%s: tensor %q: %w", f.path, name, err)
 		}
+		if f.data != nil {
+			releasePages(f.data, off, off+nb)
+		}
 		dst = dst[n:]
 		off += nb
 	}
