@@ -90,3 +90,43 @@ func TestBF16(t *testing.T) {
 		t.Error("BF16ToFP32(0xc0a0) != -5")
 	}
 }
+
+// fp32ToFP16Float is ggml_compute_fp32_to_fp16 as ggml writes it, with
+// float arithmetic; FP32ToFP16 must agree with it bit for bit.
+func fp32ToFP16Float(f float32) uint16 {
+	const scaleToInf = 0x1.0p+112
+	const scaleToZero = 0x1.0p-110
+	base := float32(float32(abs32(f)*scaleToInf) * scaleToZero)
+	w := math.Float32bits(f)
+	shl1w := w + w
+	sign := w & 0x80000000
+	bias := shl1w & 0xFF000000
+	if bias < 0x71000000 {
+		bias = 0x71000000
+	}
+	base = float32(math.Float32frombits((bias>>1)+0x07800000) + base)
+	bits := math.Float32bits(base)
+	expBits := (bits >> 13) & 0x00007C00
+	mantBits := bits & 0x00000FFF
+	nonsign := expBits + mantBits
+	if shl1w > 0xFF000000 {
+		nonsign = 0x7E00
+	}
+	return uint16(sign>>16) | uint16(nonsign)
+}
+
+// TestFP32ToFP16MatchesGGML compares the integer conversion with ggml's
+// float formulation over every float32 bit pattern (a stride of 7 with
+// -short), both signs, NaNs and infinities included.
+func TestFP32ToFP16MatchesGGML(t *testing.T) {
+	stride := uint64(1)
+	if testing.Short() {
+		stride = 7
+	}
+	for b := uint64(0); b < 1<<32; b += stride {
+		f := math.Float32frombits(uint32(b))
+		if got, want := FP32ToFP16(f), fp32ToFP16Float(f); got != want {
+			t.Fatalf("%#08x (%g): got %#04x, ggml %#04x", b, f, got, want)
+		}
+	}
+}

@@ -114,7 +114,7 @@ func checkShape(t gguf.Type, nvals, ndata, ncols int) (nrows, rowSize int, err e
 // reject the tensor. rowOffset is added to the reported row number.
 func CheckFinite(src []float32, ncols, rowOffset int) error {
 	for i, x := range src {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+		if math.Float32bits(x)&0x7F800000 == 0x7F800000 { // all-ones exponent: Inf or NaN
 			return fmt.Errorf("%w: %v at row %d, column %d", ErrNonFinite, x, rowOffset+i/ncols, i%ncols)
 		}
 	}
