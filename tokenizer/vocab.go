@@ -49,6 +49,11 @@ const (
 	SpecialFIMPad Special = "fim_pad_token_id"
 	SpecialFIMRep Special = "fim_rep_token_id"
 	SpecialFIMSep Special = "fim_sep_token_id"
+	// The deprecated spellings of the FIM prefix/suffix/middle ids, which
+	// llama.cpp still reads after the fim_* keys (and which then win).
+	SpecialPrefix Special = "prefix_token_id"
+	SpecialSuffix Special = "suffix_token_id"
+	SpecialMiddle Special = "middle_token_id"
 )
 
 // Vocab is a tokenizer as a GGUF stores it.
@@ -70,7 +75,8 @@ type Vocab struct {
 	IDs map[Special]int
 	// Flags holds the boolean tokenizer flags present in the file, keyed by
 	// their key suffix: add_bos_token, add_eos_token, add_sep_token,
-	// add_space_prefix, remove_extra_whitespaces.
+	// add_space_prefix, remove_extra_whitespaces, normalizer.lowercase,
+	// normalizer.strip_accents.
 	Flags map[string]bool
 	// PrecompiledCharsmap is the SentencePiece normalizer blob (T5 family).
 	PrecompiledCharsmap []byte
@@ -128,7 +134,16 @@ func FromKVs(kvs KVLookup) (*Vocab, error) {
 	}
 	n := len(v.Tokens)
 	if x, ok := kvs.KV(gguf.KeyTokenizerScores); ok {
-		if v.Scores, ok = x.Float32s(); !ok || len(v.Scores) != n {
+		if v.Scores, ok = x.Float32s(); !ok && x.IsArray() && x.ElemType() == gguf.TypeInt32 {
+			// llama.cpp also accepts integer scores (llama-vocab.cpp L2468-2483).
+			ints, _ := x.Ints()
+			v.Scores = make([]float32, len(ints))
+			for i, s := range ints {
+				v.Scores[i] = float32(s)
+			}
+			ok = true
+		}
+		if !ok || len(v.Scores) != n {
 			return nil, fmt.Errorf("%w: %s must hold %d float32", ErrVocab, gguf.KeyTokenizerScores, n)
 		}
 	}
@@ -148,7 +163,8 @@ func FromKVs(kvs KVLookup) (*Vocab, error) {
 		}
 	}
 	for _, s := range []Special{SpecialBOS, SpecialEOS, SpecialEOT, SpecialEOM, SpecialUNK, SpecialSEP, SpecialPAD,
-		SpecialMASK, SpecialFIMPre, SpecialFIMSuf, SpecialFIMMid, SpecialFIMPad, SpecialFIMRep, SpecialFIMSep} {
+		SpecialMASK, SpecialFIMPre, SpecialFIMSuf, SpecialFIMMid, SpecialFIMPad, SpecialFIMRep, SpecialFIMSep,
+		SpecialPrefix, SpecialSuffix, SpecialMiddle} {
 		x, ok := kvs.KV(keyPrefix + string(s))
 		if !ok {
 			continue
@@ -159,7 +175,8 @@ func FromKVs(kvs KVLookup) (*Vocab, error) {
 		}
 		v.IDs[s] = int(id)
 	}
-	for _, f := range []string{"add_bos_token", "add_eos_token", "add_sep_token", "add_space_prefix", "remove_extra_whitespaces"} {
+	for _, f := range []string{"add_bos_token", "add_eos_token", "add_sep_token", "add_space_prefix", "remove_extra_whitespaces",
+		"normalizer.lowercase", "normalizer.strip_accents"} {
 		if x, ok := kvs.KV(keyPrefix + f); ok {
 			b, ok := x.BoolValue()
 			if !ok {

@@ -38,6 +38,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			inspectCommand(),
 			quantizeCommand(),
+			tokenizeCommand(),
 		},
 		// Errors are printed once, by main.
 		ExitErrHandler: func(*cli.Context, error) {},
