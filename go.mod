@@ -2,7 +2,12 @@ module github.com/ggufkit/ggufkit
 
 go 1.26.8
 
-require golang.org/x/sync v0.25.0
+require (
+	github.com/urfave/cli/v2 v2.27.7
+	github.com/x448/float16 v0.8.4
+	golang.org/x/sync v0.25.0
+	golang.org/x/sys v0.50.0
+)
 
 require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
@@ -11,9 +16,6 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/schollz/progressbar/v3 v3.19.1 // indirect
-	github.com/urfave/cli/v2 v2.27.7 // indirect
-	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/term v0.44.0 // indirect
 )
