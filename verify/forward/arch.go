@@ -1,0 +1,446 @@
+package forward
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// The building blocks an architecture picks from.
+type (
+	normKind    uint8
+	ropeMode    uint8
+	ffnKind     uint8
+	factorsKind uint8
+)
+
+const (
+	normRMS   normKind = iota // ggml_rms_norm × weight
+	normLayer                 // ggml_norm × weight + bias
+)
+
+const (
+	ropeNone ropeMode = iota // learned positions instead
+	ropeNorm                 // GGML_ROPE_TYPE_NORMAL: consecutive pairs (x[2i], x[2i+1])
+	ropeNeox                 // GGML_ROPE_TYPE_NEOX: pairs (x[i], x[i+n_rot/2])
+)
+
+const (
+	ffnSwiGLU      ffnKind = iota // down(silu(gate(x)) · up(x))
+	ffnGeGLU                      // down(gelu(gate(x)) · up(x))
+	ffnGELU                       // down(gelu(up(x))), with biases
+	ffnSwiGLUFused                // down(silu(a) · b), [a | b] = up(x) (phi3's gate_up)
+)
+
+const (
+	factorsNone      factorsKind = iota
+	factorsFreqs                 // rope_freqs.weight divides theta (llama3)
+	factorsLongShort             // rope_factors_long/short.weight (phi3 LongRoPE)
+)
+
+// archInfo is one row of the architecture table: the graph's options, the
+// architecture's extra hyperparameters (its load_arch_hparams) and its tensors
+// (its load_arch_tensors).
+type archInfo struct {
+	norm        normKind
+	rope        ropeMode
+	ffn         ffnKind
+	ropeFactors factorsKind
+	// embedScale multiplies token embeddings by sqrt(n_embd) (gemma).
+	embedScale bool
+	// posEmbd adds learned absolute position embeddings (gpt2).
+	posEmbd bool
+	// qkNorm RMS-normalises each Q and K head before RoPE (qwen3, gemma3).
+	qkNorm bool
+	// postNorms normalises the attention and FFN outputs before the residual
+	// add (gemma2, gemma3).
+	postNorms bool
+	// scaleQ multiplies Q by AttnScale and runs soft-max with scale 1
+	// (ggml_scale(Qcur) in gemma*, phi3); otherwise soft-max applies it.
+	scaleQ bool
+	// checkRot: llama.cpp's loader refuses n_rot ≠ head size (llama);
+	// sameHeadDims and rotIsHead are the graph's GGML_ASSERTs.
+	checkRot, sameHeadDims, rotIsHead bool
+
+	hparams func(c *Config, r *kvReader) error
+	tensors []rule
+}
+
+// archs is the architecture table, keyed by general.architecture.
+var archs = map[string]*archInfo{
+	"llama": {
+		norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLU, ropeFactors: factorsFreqs,
+		checkRot: true, sameHeadDims: true, rotIsHead: true,
+		hparams: rmsEps,
+		tensors: concat(headRules(true, false), []rule{
+			{name: "rope_freqs.weight", dims: []dim{dRot2}, optional: true},
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}, optional: true},
+			ffnNormRule,
+		}, gatedFFNRules(true)),
+	},
+	"qwen2": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU,
+		sameHeadDims: true, rotIsHead: true,
+		hparams: rmsEps,
+		tensors: concat(headRules(true, true), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+			ffnNormRule,
+		}, gatedFFNRules(false)),
+	},
+	"qwen3": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU, qkNorm: true,
+		sameHeadDims: true, rotIsHead: true,
+		hparams: rmsEps,
+		tensors: concat(headRules(true, false), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK}},
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}},
+			ffnNormRule,
+		}, gatedFFNRules(false)),
+	},
+	"gemma": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnGeGLU, embedScale: true, scaleQ: true,
+		hparams: gemmaHparams,
+		tensors: concat(headRules(false, false), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			ffnNormRule,
+		}, gatedFFNRules(false)),
+	},
+	"gemma2": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnGeGLU, embedScale: true, scaleQ: true, postNorms: true,
+		hparams: gemma2Hparams,
+		tensors: concat(headRules(false, false), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.post_attention_norm.weight", dims: []dim{dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.post_ffw_norm.weight", dims: []dim{dEmbd}},
+		}, gatedFFNRules(false)),
+	},
+	"gemma3": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnGeGLU, embedScale: true, scaleQ: true, postNorms: true, qkNorm: true,
+		hparams: gemma3Hparams,
+		tensors: concat(headRules(true, false), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.post_attention_norm.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK}},
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}},
+			ffnNormRule,
+			{name: "blk.%d.post_ffw_norm.weight", dims: []dim{dEmbd}},
+		}, gatedFFNRules(false)),
+	},
+	"phi3": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLUFused, ropeFactors: factorsLongShort, scaleQ: true,
+		sameHeadDims: true,
+		hparams:      phi3Hparams,
+		tensors: concat(headRules(true, false), []rule{
+			{name: "rope_factors_long.weight", dims: []dim{dRot2}, optional: true},
+			{name: "rope_factors_short.weight", dims: []dim{dRot2}, optional: true},
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF2}},
+		}),
+	},
+	"gpt2": {
+		norm: normLayer, rope: ropeNone, ffn: ffnGELU, posEmbd: true,
+		sameHeadDims: true,
+		hparams:      layerNormEps,
+		tensors: []rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "position_embd.weight", dims: []dim{dEmbd, dCtx}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output_norm.bias", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}, optional: true},
+			attnNormRule,
+			{name: "blk.%d.attn_norm.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.attn_qkv.weight", dims: []dim{dEmbd, dFusedQKV}},
+			{name: "blk.%d.attn_qkv.bias", dims: []dim{dFusedQKV}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_norm.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_down.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}},
+		},
+	},
+}
+
+func archNames() string {
+	names := make([]string, 0, len(archs))
+	for n := range archs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// rmsEps reads the RMS-norm epsilon every RMS architecture requires.
+func rmsEps(c *Config, r *kvReader) error {
+	_, err := r.f32(r.key("attention.layer_norm_rms_epsilon"), &c.NormEps, true)
+	return err
+}
+
+// layerNormEps reads gpt2's layer-norm epsilon.
+func layerNormEps(c *Config, r *kvReader) error {
+	_, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.NormEps, true)
+	return err
+}
+
+// gemmaHparams: Q is scaled by 1/sqrt(n_embd_head_v) (src/models/gemma.cpp).
+func gemmaHparams(c *Config, r *kvReader) error {
+	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDimV)))
+	return rmsEps(c, r)
+}
+
+// gemmaAttnScale: gemma_pytorch's query_pre_attn_scalar, which is
+// n_embd/n_head for the 27B models and the head size otherwise
+// (load_arch_hparams of gemma2 and gemma3 pick the 27B by its layer count).
+func gemmaAttnScale(c *Config, layers27B int) {
+	d := c.HeadDimK
+	if c.Layers == layers27B {
+		d = c.Embd / c.Heads
+	}
+	c.AttnScale = float32(1 / math.Sqrt(float64(d)))
+}
+
+// gemma2Hparams mirrors llama_model_gemma2::load_arch_hparams.
+func gemma2Hparams(c *Config, r *kvReader) error {
+	c.SlidingWindow = 4096
+	if err := c.readSWAPattern(r, 2); err != nil {
+		return err
+	}
+	c.AttnSoftcap, c.FinalSoftcap = 50, 30
+	c.RopeBaseSWA, c.RopeFreqScaleSWA = c.RopeBase, c.RopeFreqScale
+	for _, k := range []struct {
+		suffix string
+		dst    *float32
+	}{{"rope.freq_base_swa", &c.RopeBaseSWA}, {"attn_logit_softcapping", &c.AttnSoftcap}, {"final_logit_softcapping", &c.FinalSoftcap}} {
+		if _, err := r.f32(r.key(k.suffix), k.dst, false); err != nil {
+			return err
+		}
+	}
+	if _, err := r.u32(r.key("attention.sliding_window"), &c.SlidingWindow, false); err != nil {
+		return err
+	}
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	gemmaAttnScale(c, 46)
+	return nil
+}
+
+// gemma3Hparams mirrors llama_model_gemma3::load_arch_hparams.
+func gemma3Hparams(c *Config, r *kvReader) error {
+	found, err := r.u32(r.key("attention.sliding_window"), &c.SlidingWindow, false)
+	if err != nil {
+		return err
+	}
+	if found && c.SlidingWindow > 0 {
+		if err := c.readSWAPattern(r, 6); err != nil {
+			return err
+		}
+		if _, err := r.f32(r.key("rope.freq_base_swa"), &c.RopeBaseSWA, false); err != nil {
+			return err
+		}
+	} else {
+		c.SlidingWindow = 0
+	}
+	if _, err := r.f32(r.key("final_logit_softcapping"), &c.FinalSoftcap, false); err != nil {
+		return err
+	}
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	gemmaAttnScale(c, 62)
+	return nil
+}
+
+// phi3Hparams mirrors llama_model_phi3::load_arch_hparams, which reads the
+// sliding window and then turns SWA off.
+func phi3Hparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	var swa int
+	if _, err := r.u32(r.key("attention.sliding_window"), &swa, false); err != nil {
+		return err
+	}
+	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDimV)))
+	return nil
+}
+
+// A dim is a tensor dimension in terms of the hyperparameters.
+type dim uint8
+
+const (
+	dEmbd     dim = iota // n_embd
+	dVocab               // n_vocab
+	dCtx                 // n_ctx_train
+	dFF                  // n_ff
+	dFF2                 // 2·n_ff (phi3's fused gate_up)
+	dQ                   // n_head·n_embd_head_k
+	dKGQA                // n_head_kv·n_embd_head_k
+	dVGQA                // n_head_kv·n_embd_head_v
+	dHeadK               // n_embd_head_k
+	dRot2                // n_rot/2
+	dFusedQKV            // n_embd + n_embd_k_gqa + n_embd_v_gqa (gpt2)
+)
+
+func (c *Config) size(d dim) int64 {
+	switch d {
+	case dEmbd:
+		return int64(c.Embd)
+	case dVocab:
+		return int64(c.Vocab)
+	case dCtx:
+		return int64(c.CtxTrain)
+	case dFF:
+		return int64(c.FF)
+	case dFF2:
+		return 2 * int64(c.FF)
+	case dQ:
+		return int64(c.headsQ())
+	case dKGQA:
+		return int64(c.kvDimK())
+	case dVGQA:
+		return int64(c.kvDimV())
+	case dHeadK:
+		return int64(c.HeadDimK)
+	case dRot2:
+		return int64(c.Rot / 2)
+	case dFusedQKV:
+		return int64(c.Embd + c.kvDimK() + c.kvDimV())
+	}
+	panic(fmt.Sprintf("forward: unknown dim %d", d))
+}
+
+// A rule is one tensor of load_arch_tensors ("%d" in the name stands for the
+// block index), or, with qkv set, create_tensor_qkv's group: a fused
+// attn_qkv (+ optional bias, or else optional separate biases) when the model
+// has one, else attn_q/k/v with optional biases; its dims are then the input,
+// Q, K and V widths.
+type rule struct {
+	name     string
+	dims     []dim
+	optional bool
+	qkv      bool
+}
+
+var (
+	attnNormRule = rule{name: "blk.%d.attn_norm.weight", dims: []dim{dEmbd}}
+	ffnNormRule  = rule{name: "blk.%d.ffn_norm.weight", dims: []dim{dEmbd}}
+)
+
+// headRules are the embedding and output tensors; withOutput allows an
+// untied output.weight, outputBias an output.bias (qwen2).
+func headRules(withOutput, outputBias bool) []rule {
+	rs := []rule{
+		{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+		{name: "output_norm.weight", dims: []dim{dEmbd}},
+	}
+	if withOutput {
+		rs = append(rs, rule{name: "output.weight", dims: []dim{dEmbd, dVocab}, optional: true})
+	}
+	if outputBias {
+		rs = append(rs, rule{name: "output.bias", dims: []dim{dVocab}, optional: true})
+	}
+	return rs
+}
+
+// gatedFFNRules are ffn_gate/down/up, with llama's optional biases.
+func gatedFFNRules(biases bool) []rule {
+	rs := []rule{
+		{name: "blk.%d.ffn_gate.weight", dims: []dim{dEmbd, dFF}},
+		{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+		{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+	}
+	if biases {
+		rs = append(rs,
+			rule{name: "blk.%d.ffn_gate.bias", dims: []dim{dFF}, optional: true},
+			rule{name: "blk.%d.ffn_down.bias", dims: []dim{dEmbd}, optional: true},
+			rule{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}, optional: true})
+	}
+	return rs
+}
+
+func concat(parts ...[]rule) []rule {
+	var out []rule
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// TensorSpec is a tensor llama.cpp expects: its GGUF name and shape in ggml
+// order (ne0, the row length, first).
+type TensorSpec struct {
+	Name     string
+	Shape    []int64
+	Optional bool
+}
+
+// ExpectedTensors lists the tensors llama.cpp's load_arch_tensors creates for
+// this configuration, in its order; present says which names the model has
+// (it decides between a fused and a split QKV, as create_tensor_qkv does).
+// A model may hold the optional ones; it must hold every other one and
+// nothing else (llama.cpp refuses a file with unused tensors).
+func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
+	var out []TensorSpec
+	add := func(name string, optional bool, dims ...dim) {
+		shape := make([]int64, len(dims))
+		for i, d := range dims {
+			shape[i] = c.size(d)
+		}
+		out = append(out, TensorSpec{Name: name, Shape: shape, Optional: optional})
+	}
+	for _, r := range c.arch.tensors {
+		if !r.qkv && !strings.Contains(r.name, "%d") {
+			add(r.name, r.optional, r.dims...)
+		}
+	}
+	for il := 0; il < c.Layers; il++ {
+		for _, r := range c.arch.tensors {
+			switch {
+			case r.qkv:
+				in, q, k, v := r.dims[0], r.dims[1], r.dims[2], r.dims[3]
+				fused := fmt.Sprintf("blk.%d.attn_qkv.weight", il)
+				if present(fused) {
+					n := c.size(q) + c.size(k) + c.size(v)
+					out = append(out, TensorSpec{Name: fused, Shape: []int64{c.size(in), n}},
+						TensorSpec{Name: fmt.Sprintf("blk.%d.attn_qkv.bias", il), Shape: []int64{n}, Optional: true})
+					if present(fmt.Sprintf("blk.%d.attn_qkv.bias", il)) {
+						continue
+					}
+				} else {
+					add(fmt.Sprintf("blk.%d.attn_q.weight", il), false, in, q)
+					add(fmt.Sprintf("blk.%d.attn_k.weight", il), false, in, k)
+					add(fmt.Sprintf("blk.%d.attn_v.weight", il), false, in, v)
+				}
+				add(fmt.Sprintf("blk.%d.attn_q.bias", il), true, q)
+				add(fmt.Sprintf("blk.%d.attn_k.bias", il), true, k)
+				add(fmt.Sprintf("blk.%d.attn_v.bias", il), true, v)
+			case strings.Contains(r.name, "%d"):
+				add(fmt.Sprintf(r.name, il), r.optional, r.dims...)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,397 @@
+package forward
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/ggufkit/ggufkit/gguf"
+)
+
+// Sentinel errors.
+var (
+	// ErrUnsupported marks a model this package cannot run: an architecture,
+	// a RoPE scaling or a layout it does not implement.
+	ErrUnsupported = errors.New("forward: unsupported model")
+	// ErrMetadata marks metadata llama.cpp would refuse: a missing required
+	// key, a key of the wrong type, an impossible value.
+	ErrMetadata = errors.New("forward: bad metadata")
+	// ErrWeights marks a missing tensor or one of the wrong shape.
+	ErrWeights = errors.New("forward: bad weights")
+)
+
+// Metadata is what ParseConfig reads: a GGUF's key/value pairs
+// (*ggufread.File satisfies it; KVMap wraps a list).
+type Metadata interface {
+	KV(key string) (gguf.Value, bool)
+}
+
+// KVMap makes a Metadata of a list of pairs (the last of duplicate keys wins).
+func KVMap(kvs []gguf.KV) Metadata {
+	m := make(kvMap, len(kvs))
+	for _, kv := range kvs {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+type kvMap map[string]gguf.Value
+
+func (m kvMap) KV(key string) (gguf.Value, bool) { v, ok := m[key]; return v, ok }
+
+// Config holds the hyperparameters of a model as llama.cpp derives them from
+// GGUF metadata (llama_model_base::load_hparams, the architecture's
+// load_arch_hparams and the context defaults of llama_context's constructor).
+type Config struct {
+	// Arch is general.architecture.
+	Arch string
+	// Vocab is the number of tokens (the length of tokenizer.ggml.tokens, else
+	// {arch}.vocab_size).
+	Vocab int
+	// Embd, Layers, CtxTrain, FF: embedding width, block count, training
+	// context and feed-forward width.
+	Embd, Layers, CtxTrain, FF int
+	// Heads and HeadsKV are the query and key/value head counts; HeadDimK and
+	// HeadDimV the per-head widths; Rot the number of rotated dimensions.
+	Heads, HeadsKV, HeadDimK, HeadDimV, Rot int
+	// NormEps is the RMS-norm epsilon, or the layer-norm epsilon for gpt2.
+	NormEps float32
+	// RopeScaling is the scaling type ("none", "linear", "yarn", "longrope").
+	RopeScaling string
+	// RopeBase and RopeFreqScale are the full-attention layers' frequency base
+	// and scale (1/factor); the SWA values are for sliding-window layers.
+	RopeBase, RopeFreqScale       float32
+	RopeBaseSWA, RopeFreqScaleSWA float32
+	// RopeExtFactor, RopeAttnFactor, RopeBetaFast and RopeBetaSlow are the
+	// YaRN parameters llama_context derives; RopeOrigCtx is n_ctx_orig_yarn.
+	RopeExtFactor, RopeAttnFactor, RopeBetaFast, RopeBetaSlow float32
+	RopeOrigCtx                                               int
+	// AttnScale multiplies QK (or Q, for architectures that scale Q).
+	AttnScale float32
+	// AttnSoftcap and FinalSoftcap cap attention scores and output logits
+	// with c·tanh(x/c); 0 means no capping.
+	AttnSoftcap, FinalSoftcap float32
+	// SlidingWindow is the window of the layers marked in SWA.
+	SlidingWindow int
+	SWA           []bool
+
+	arch *archInfo
+}
+
+// kvReader reads keys with llama.cpp's type rules (llama_model_loader::get_key
+// throws "key %s has wrong type" unless the stored type is exactly the one asked for).
+type kvReader struct {
+	md   Metadata
+	arch string
+}
+
+func (r *kvReader) key(suffix string) string { return gguf.ArchKey(r.arch, suffix) }
+
+func (r *kvReader) lookup(key string, want gguf.ValueType, required bool) (gguf.Value, bool, error) {
+	v, ok := r.md.KV(key)
+	if !ok {
+		if required {
+			return v, false, fmt.Errorf("%w: key not found in model: %s", ErrMetadata, key)
+		}
+		return v, false, nil
+	}
+	if v.Type() != want {
+		return v, false, fmt.Errorf("%w: key %s has wrong type %s but expected type %s", ErrMetadata, key, v.Type(), want)
+	}
+	return v, true, nil
+}
+
+// u32 reads a uint32 key into *dst (left unchanged when absent and optional).
+func (r *kvReader) u32(key string, dst *int, required bool) (bool, error) {
+	v, ok, err := r.lookup(key, gguf.TypeUint32, required)
+	if !ok {
+		return false, err
+	}
+	n, _ := v.Int()
+	*dst = int(n)
+	return true, nil
+}
+
+// f32 reads a float32 key into *dst.
+func (r *kvReader) f32(key string, dst *float32, required bool) (bool, error) {
+	v, ok, err := r.lookup(key, gguf.TypeFloat32, required)
+	if !ok {
+		return false, err
+	}
+	f, _ := v.Float()
+	*dst = float32(f)
+	return true, nil
+}
+
+// str reads a string key into *dst.
+func (r *kvReader) str(key string, dst *string, required bool) (bool, error) {
+	v, ok, err := r.lookup(key, gguf.TypeString, required)
+	if !ok {
+		return false, err
+	}
+	*dst, _ = v.Str()
+	return true, nil
+}
+
+// u32OrArr reads a per-layer count given as one uint32 or an array of n
+// (llama_model_loader::get_key_or_arr). Layers with different values are a
+// layout this package does not implement.
+func (r *kvReader) u32OrArr(key string, dst *int, n int, required bool) error {
+	v, ok := r.md.KV(key)
+	if !ok || !v.IsArray() {
+		_, err := r.u32(key, dst, required)
+		return err
+	}
+	if e := v.ElemType(); e != gguf.TypeUint32 && e != gguf.TypeInt32 {
+		return fmt.Errorf("%w: %s has wrong array element type %s", ErrMetadata, key, e)
+	}
+	xs, _ := v.Ints()
+	if len(xs) != n {
+		return fmt.Errorf("%w: key %s has wrong array length; expected %d, got %d", ErrMetadata, key, n, len(xs))
+	}
+	for _, x := range xs[1:] {
+		if x != xs[0] {
+			return fmt.Errorf("%w: %s differs between layers", ErrUnsupported, key)
+		}
+	}
+	*dst = int(xs[0])
+	return nil
+}
+
+// maxLayers is LLAMA_MAX_LAYERS; maxDim bounds every other count so that
+// products of two of them stay far from overflow.
+const (
+	maxLayers = 512
+	maxDim    = 1 << 24
+)
+
+// ParseConfig reads a model's hyperparameters from its metadata. It refuses
+// what llama.cpp's loader refuses (missing or wrongly typed keys, n_rot ≠
+// head size for llama) with ErrMetadata, and architectures or options this
+// package does not implement with ErrUnsupported.
+func ParseConfig(md Metadata) (*Config, error) {
+	r := &kvReader{md: md}
+	if _, err := r.str(gguf.KeyGeneralArchitecture, &r.arch, true); err != nil {
+		return nil, err
+	}
+	a, ok := archs[r.arch]
+	if !ok {
+		return nil, fmt.Errorf("%w: architecture %q (supported: %s)", ErrUnsupported, r.arch, archNames())
+	}
+	c := &Config{Arch: r.arch, arch: a}
+	if err := c.readCommon(r); err != nil {
+		return nil, err
+	}
+	if err := a.hparams(c, r); err != nil {
+		return nil, err
+	}
+	if err := c.deriveRope(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// readCommon mirrors llama_model_base::load_hparams for the keys every
+// architecture here shares.
+func (c *Config) readCommon(r *kvReader) error {
+	for _, k := range []struct {
+		suffix string
+		dst    *int
+	}{{gguf.SuffixContextLength, &c.CtxTrain}, {gguf.SuffixEmbeddingLength, &c.Embd}, {gguf.SuffixBlockCount, &c.Layers}} {
+		if _, err := r.u32(r.key(k.suffix), k.dst, true); err != nil {
+			return err
+		}
+	}
+	if c.Layers <= 0 || c.Layers > maxLayers {
+		return fmt.Errorf("%w: %s = %d (must be 1..%d)", ErrMetadata, r.key(gguf.SuffixBlockCount), c.Layers, maxLayers)
+	}
+	var experts int
+	if _, err := r.u32(r.key(gguf.SuffixExpertCount), &experts, false); err != nil {
+		return err
+	}
+	if experts > 0 {
+		return fmt.Errorf("%w: mixture-of-experts model (%s = %d)", ErrUnsupported, r.key(gguf.SuffixExpertCount), experts)
+	}
+	if err := r.u32OrArr(r.key(gguf.SuffixFeedForwardLength), &c.FF, c.Layers, false); err != nil {
+		return err
+	}
+	if err := r.u32OrArr(r.key(gguf.SuffixHeadCount), &c.Heads, c.Layers, false); err != nil {
+		return err
+	}
+	c.HeadsKV = c.Heads
+	if err := r.u32OrArr(r.key(gguf.SuffixHeadCountKV), &c.HeadsKV, c.Layers, false); err != nil {
+		return err
+	}
+	if c.Heads <= 0 || c.HeadsKV <= 0 || c.Heads%c.HeadsKV != 0 {
+		return fmt.Errorf("%w: %d heads and %d key/value heads", ErrMetadata, c.Heads, c.HeadsKV)
+	}
+	if err := c.readVocab(r); err != nil {
+		return err
+	}
+
+	c.RopeOrigCtx = c.CtxTrain
+	if _, err := r.u32(r.key(gguf.SuffixRopeScalingOrigCtx), &c.RopeOrigCtx, false); err != nil {
+		return err
+	}
+	c.RopeBase = 10000
+	if _, err := r.f32(r.key(gguf.SuffixRopeFreqBase), &c.RopeBase, false); err != nil {
+		return err
+	}
+	c.RopeScaling = "linear"
+	if _, err := r.str(r.key(gguf.SuffixRopeScalingType), &c.RopeScaling, false); err != nil {
+		return err
+	}
+	switch c.RopeScaling {
+	case "none", "linear", "yarn", "longrope":
+	default:
+		return fmt.Errorf("%w: unknown RoPE scaling type %q", ErrMetadata, c.RopeScaling)
+	}
+	var factor float32
+	found, err := r.f32(r.key(gguf.SuffixRopeScalingFactor), &factor, false)
+	if err != nil {
+		return err
+	}
+	if !found {
+		if _, err := r.f32(r.key("rope.scale_linear"), &factor, false); err != nil {
+			return err
+		}
+	}
+	c.RopeFreqScale = 1
+	if factor != 0 {
+		c.RopeFreqScale = 1 / factor
+	}
+	c.RopeAttnFactor = 1
+	if _, err := r.f32(r.key(gguf.SuffixRopeScalingAttn), &c.RopeAttnFactor, false); err != nil {
+		return err
+	}
+	// hparams defaults for the SWA rope (llama-hparams.h).
+	c.RopeBaseSWA, c.RopeFreqScaleSWA = 10000, 1
+
+	c.HeadDimK = c.Embd / c.Heads
+	c.HeadDimV = c.Embd / c.Heads
+	if _, err := r.u32(r.key(gguf.SuffixKeyLength), &c.HeadDimK, false); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key(gguf.SuffixValueLength), &c.HeadDimV, false); err != nil {
+		return err
+	}
+	c.Rot = c.HeadDimK
+	if _, err := r.u32(r.key(gguf.SuffixRopeDimensionCount), &c.Rot, false); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"context_length", c.CtxTrain}, {"embedding_length", c.Embd}, {"feed_forward_length", c.FF},
+		{"attention.head_count", c.Heads}, {"key_length", c.HeadDimK}, {"value_length", c.HeadDimV}, {"vocab", c.Vocab}} {
+		if d.v <= 0 || d.v > maxDim {
+			return fmt.Errorf("%w: %s %s = %d (must be 1..%d)", ErrMetadata, c.Arch, d.name, d.v, maxDim)
+		}
+	}
+	if c.Heads > maxDim/c.HeadDimK || c.Heads > maxDim/c.HeadDimV {
+		return fmt.Errorf("%w: %d heads of width %d/%d", ErrMetadata, c.Heads, c.HeadDimK, c.HeadDimV)
+	}
+	if c.Rot < 0 || c.Rot > c.HeadDimK || c.Rot%2 != 0 {
+		return fmt.Errorf("%w: rope.dimension_count %d for heads of width %d", ErrMetadata, c.Rot, c.HeadDimK)
+	}
+	if c.arch.checkRot && c.Rot != c.HeadDimK {
+		return fmt.Errorf("%w: invalid n_rot: %d, expected %d", ErrMetadata, c.Rot, c.HeadDimK)
+	}
+	if c.arch.sameHeadDims && c.HeadDimK != c.HeadDimV {
+		return fmt.Errorf("%w: %s needs key_length == value_length (%d ≠ %d)", ErrUnsupported, c.Arch, c.HeadDimK, c.HeadDimV)
+	}
+	if c.arch.rotIsHead && c.Rot != c.HeadDimK {
+		return fmt.Errorf("%w: %s needs rope.dimension_count == key_length (%d ≠ %d)", ErrUnsupported, c.Arch, c.Rot, c.HeadDimK)
+	}
+	c.SWA = make([]bool, c.Layers)
+	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDimK)))
+	return nil
+}
+
+// readVocab takes the vocabulary size from the token list (llama.cpp's
+// n_vocab is vocab.n_tokens()), else from {arch}.vocab_size.
+func (c *Config) readVocab(r *kvReader) error {
+	if v, ok := r.md.KV(gguf.KeyTokenizerTokens); ok {
+		if !v.IsArray() || v.ElemType() != gguf.TypeString {
+			return fmt.Errorf("%w: %s is not a string array", ErrMetadata, gguf.KeyTokenizerTokens)
+		}
+		c.Vocab = v.Len()
+		return nil
+	}
+	if _, err := r.u32(r.key(gguf.SuffixVocabSize), &c.Vocab, false); err != nil {
+		return err
+	}
+	if c.Vocab == 0 {
+		return fmt.Errorf("%w: neither %s nor %s", ErrMetadata, gguf.KeyTokenizerTokens, r.key(gguf.SuffixVocabSize))
+	}
+	return nil
+}
+
+// setSWAPattern mirrors llama_hparams::set_swa_pattern: every n-th layer is
+// dense (n = 0: all SWA; n = 1: none).
+func (c *Config) setSWAPattern(n int) {
+	for il := range c.SWA {
+		c.SWA[il] = n == 0 || il%n < n-1
+	}
+}
+
+// readSWAPattern mirrors llama_model_base::load_swa_pattern: a per-layer
+// array of the key wins, else its uint32 value, else the default n.
+func (c *Config) readSWAPattern(r *kvReader, n int) error {
+	key := r.key("attention.sliding_window_pattern")
+	if v, ok := r.md.KV(key); ok && v.IsArray() {
+		if v.Len() != c.Layers {
+			return fmt.Errorf("%w: %s has %d entries for %d layers", ErrMetadata, key, v.Len(), c.Layers)
+		}
+		switch v.ElemType() {
+		case gguf.TypeBool:
+			bs := v.Any().([]bool)
+			copy(c.SWA, bs)
+		case gguf.TypeUint32, gguf.TypeInt32:
+			xs, _ := v.Ints()
+			for i, x := range xs {
+				c.SWA[i] = x != 0
+			}
+		default:
+			return fmt.Errorf("%w: %s has wrong array element type %s", ErrMetadata, key, v.ElemType())
+		}
+		return nil
+	}
+	if _, err := r.u32(key, &n, false); err != nil {
+		return err
+	}
+	c.setSWAPattern(n)
+	return nil
+}
+
+// deriveRope applies llama_context's defaults: no scaling means scale 1,
+// YaRN turns on ext_factor and its magnitude correction (llama-context.cpp).
+func (c *Config) deriveRope() error {
+	if c.RopeScaling == "longrope" && c.arch.ropeFactors != factorsLongShort {
+		return fmt.Errorf("%w: RoPE scaling %q for %s", ErrUnsupported, c.RopeScaling, c.Arch)
+	}
+	if c.RopeScaling == "none" {
+		c.RopeFreqScale = 1
+	}
+	c.RopeBetaFast, c.RopeBetaSlow = 32, 1
+	attn := float32(1)
+	if c.RopeScaling == "yarn" {
+		c.RopeExtFactor = 1
+		factor := 1 / c.RopeFreqScale
+		mscale := float32(1)
+		if factor > 1 {
+			mscale = float32(0.1*math.Log(float64(factor))) + 1
+		}
+		attn = mscale * (1 / (1 + float32(0.1*math.Log(float64(factor)))))
+	}
+	c.RopeAttnFactor *= attn
+	return nil
+}
+
+// Derived widths: all query heads, all key and value heads, the output of
+// attention, and the query heads per key/value head.
+func (c *Config) headsQ() int  { return c.Heads * c.HeadDimK }
+func (c *Config) kvDimK() int  { return c.HeadsKV * c.HeadDimK }
+func (c *Config) kvDimV() int  { return c.HeadsKV * c.HeadDimV }
+func (c *Config) group() int   { return c.Heads / c.HeadsKV }
+func (c *Config) outDimV() int { return c.Heads * c.HeadDimV }

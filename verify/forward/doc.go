@@ -1,0 +1,21 @@
+// Package forward holds small, readable float32 reference implementations of
+// the transformer graphs llama.cpp builds for the llama, qwen2, qwen3, gemma,
+// gemma2, gemma3, phi3 and gpt2 architectures (src/models/*.cpp of llama.cpp
+// commit 0c1e570), so that verify can run a GGUF and its source side by side.
+//
+// A model is described by GGUF metadata (ParseConfig reads it the way
+// llama_model_base::load_hparams and each load_arch_hparams do, with the same
+// type-strict key lookups) and by weights under GGUF names in ggml element
+// order (the Weights interface), so the same code runs on a GGUF's
+// dequantized tensors and on a source checkpoint mapped through the
+// conversion plan. ExpectedTensors lists the tensors and shapes llama.cpp's
+// load_arch_tensors creates for the configuration; it is the one table both
+// the loader here and verify's structural checks use.
+//
+// Numerics follow ggml's CPU backend where the choice is visible: RMS norm
+// sums squares in float64, GELU goes through ggml's fp16 lookup (the input
+// and output are rounded to fp16), soft-max sums in float64, RoPE builds its
+// sin/cos cache with float32 theta multiplied by theta_scale step by step.
+// Matrix products accumulate in float32 with several partial sums, so logits
+// agree with llama.cpp's F32 build to about 1e-6 relative, not bit for bit.
+package forward

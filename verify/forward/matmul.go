@@ -1,0 +1,157 @@
+package forward
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// matrix is a weight of rows × cols (ggml ne1 × ne0) read through a Tensor.
+type matrix struct {
+	name       string
+	t          Tensor
+	rows, cols int
+}
+
+// chunkFloats is how many weight values a worker decodes at a time: large
+// enough to amortise the call, small enough to stay in the L2 cache.
+const chunkFloats = 1 << 14
+
+// parallel runs fn(i) for i in [0, n) on up to threads goroutines, handing
+// out indexes in order; it returns the first error.
+func parallel(ctx context.Context, threads, n int, fn func(worker, i int) error) error {
+	threads = max(1, min(threads, n))
+	if threads == 1 {
+		for i := 0; i < n; i++ {
+			if err := fn(0, i); err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	}
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+		stop  atomic.Bool
+	)
+	for w := 0; w < threads; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for !stop.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(w, i); err != nil {
+					once.Do(func() { first = err })
+					stop.Store(true)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// mul computes out[t] = W·x[t] (+ bias) for every input row x[t] (len cols);
+// out[t] has len rows. Row chunks of W are decoded once and applied to every
+// input, so a batch of tokens costs one pass over the weights.
+func (s *Session) mul(ctx context.Context, w *matrix, bias []float32, x, out [][]float32) error {
+	rowsPer := max(1, chunkFloats/w.cols)
+	chunks := (w.rows + rowsPer - 1) / rowsPer
+	bufs := s.scratch(w.cols * rowsPer)
+	err := parallel(ctx, s.m.threads, chunks, func(worker, c int) error {
+		if c%64 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r0 := c * rowsPer
+		n := min(rowsPer, w.rows-r0)
+		buf := bufs[worker][:n*w.cols]
+		if err := w.t.ReadRows(r0, n, buf); err != nil {
+			return fmt.Errorf("%s rows %d..%d: %w", w.name, r0, r0+n, err)
+		}
+		for r := 0; r < n; r++ {
+			mulRow(buf[r*w.cols:(r+1)*w.cols], x, out, r0+r)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if bias != nil {
+		for _, o := range out {
+			for i := range o {
+				o[i] += bias[i]
+			}
+		}
+	}
+	return nil
+}
+
+// mulRow sets out[t][r] = row·x[t] for every t, four inputs at a time so each
+// weight is loaded once per four products.
+func mulRow(row []float32, x, out [][]float32, r int) {
+	t := 0
+	for ; t+4 <= len(x); t += 4 {
+		out[t][r], out[t+1][r], out[t+2][r], out[t+3][r] = dot4(row, x[t], x[t+1], x[t+2], x[t+3])
+	}
+	for ; t < len(x); t++ {
+		out[t][r] = dot(row, x[t])
+	}
+}
+
+// dot is Σ a[i]·b[i] in float32 with eight partial sums.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		aa, bb := a[i:i+8:i+8], b[i:i+8:i+8]
+		s0 += aa[0] * bb[0]
+		s1 += aa[1] * bb[1]
+		s2 += aa[2] * bb[2]
+		s3 += aa[3] * bb[3]
+		s4 += aa[4] * bb[4]
+		s5 += aa[5] * bb[5]
+		s6 += aa[6] * bb[6]
+		s7 += aa[7] * bb[7]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+}
+
+// dot4 is dot of w with four vectors at once, two partial sums each.
+func dot4(w, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
+	n := len(w)
+	x0, x1, x2, x3 = x0[:n], x1[:n], x2[:n], x3[:n]
+	var a0, a1, b0, b1, c0, c1, d0, d1 float32
+	i := 0
+	for ; i+2 <= n; i += 2 {
+		w0, w1 := w[i], w[i+1]
+		a0 += w0 * x0[i]
+		a1 += w1 * x0[i+1]
+		b0 += w0 * x1[i]
+		b1 += w1 * x1[i+1]
+		c0 += w0 * x2[i]
+		c1 += w1 * x2[i+1]
+		d0 += w0 * x3[i]
+		d1 += w1 * x3[i+1]
+	}
+	if i < n {
+		a0 += w[i] * x0[i]
+		b0 += w[i] * x1[i]
+		c0 += w[i] * x2[i]
+		d0 += w[i] * x3[i]
+	}
+	return a0 + a1, b0 + b1, c0 + c1, d0 + d1
+}

@@ -1,0 +1,181 @@
+package forward
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+)
+
+// Options configure a Model.
+type Options struct {
+	// Threads is the number of goroutines for matrix products and attention;
+	// 0 means runtime.NumCPU().
+	Threads int
+}
+
+// Model is a loaded model: its configuration, its small vectors (norms,
+// biases, RoPE factors) as float32 and its matrices as Tensors read on use.
+// It is immutable; run it through a Session.
+type Model struct {
+	cfg     *Config
+	threads int
+
+	tokEmbd, posEmbd   Tensor
+	outNorm, outNormB  []float32
+	output             *matrix
+	outputB            []float32
+	ropeFreqs          []float32
+	ropeLong, ropeShrt []float32
+	layers             []layer
+}
+
+// layer holds one block's weights; nil means the model has no such tensor.
+type layer struct {
+	attnNorm, attnNormB []float32
+	wq, wk, wv, wqkv    *matrix
+	bq, bk, bv, bqkv    []float32
+	qNorm, kNorm        []float32
+	wo                  *matrix
+	bo                  []float32
+	attnPost            []float32
+	ffnNorm, ffnNormB   []float32
+	gate, up, down      *matrix
+	bGate, bUp, bDown   []float32
+	ffnPost             []float32
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() *Config { return m.cfg }
+
+// loader reads the tensors ExpectedTensors lists, checking their shapes.
+type loader struct {
+	w     Weights
+	specs map[string]TensorSpec
+}
+
+func (l *loader) tensor(name string) (Tensor, error) {
+	spec, ok := l.specs[name]
+	if !ok {
+		return nil, nil // not part of this architecture
+	}
+	t, ok := l.w.Tensor(name)
+	if !ok {
+		if spec.Optional {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%w: missing tensor %s", ErrWeights, name)
+	}
+	if !sameShape(t.Shape(), spec.Shape) {
+		return nil, fmt.Errorf("%w: tensor %s has shape %v, expected %v", ErrWeights, name, t.Shape(), spec.Shape)
+	}
+	return t, nil
+}
+
+func (l *loader) vec(name string) ([]float32, error) {
+	t, err := l.tensor(name)
+	if t == nil || err != nil {
+		return nil, err
+	}
+	n := 1
+	for _, d := range t.Shape() {
+		n *= int(d)
+	}
+	v := make([]float32, n)
+	if err := t.ReadRows(0, 1, v); err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", name, err)
+	}
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil, fmt.Errorf("%w: tensor %s has a non-finite value at %d", ErrWeights, name, i)
+		}
+	}
+	return v, nil
+}
+
+func (l *loader) mat(name string) (*matrix, error) {
+	t, err := l.tensor(name)
+	if t == nil || err != nil {
+		return nil, err
+	}
+	s := t.Shape()
+	return &matrix{name: name, t: t, cols: int(s[0]), rows: int(s[1])}, nil
+}
+
+// Load checks weights against the tensors cfg expects (every required one
+// present, every shape right) and prepares the model. Tensors the
+// architecture does not use are ignored here; verify reports them.
+func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	l := &loader{w: w, specs: map[string]TensorSpec{}}
+	for _, s := range cfg.ExpectedTensors(func(name string) bool { _, ok := w.Tensor(name); return ok }) {
+		l.specs[s.Name] = s
+	}
+	m := &Model{cfg: cfg, threads: threads}
+	var err error
+	set := func(dst any, name string) {
+		if err != nil {
+			return
+		}
+		switch d := dst.(type) {
+		case *[]float32:
+			*d, err = l.vec(name)
+		case **matrix:
+			*d, err = l.mat(name)
+		case *Tensor:
+			*d, err = l.tensor(name)
+		}
+	}
+	set(&m.tokEmbd, "token_embd.weight")
+	set(&m.posEmbd, "position_embd.weight")
+	set(&m.outNorm, "output_norm.weight")
+	set(&m.outNormB, "output_norm.bias")
+	set(&m.output, "output.weight")
+	set(&m.outputB, "output.bias")
+	set(&m.ropeFreqs, "rope_freqs.weight")
+	set(&m.ropeLong, "rope_factors_long.weight")
+	set(&m.ropeShrt, "rope_factors_short.weight")
+	if err != nil {
+		return nil, err
+	}
+	if m.output == nil {
+		// Tied embeddings: the output reuses token_embd (TENSOR_DUPLICATED).
+		s := m.tokEmbd.Shape()
+		m.output = &matrix{name: "token_embd.weight", t: m.tokEmbd, cols: int(s[0]), rows: int(s[1])}
+	}
+	m.layers = make([]layer, cfg.Layers)
+	for il := range m.layers {
+		ly := &m.layers[il]
+		b := func(s string) string { return fmt.Sprintf("blk.%d.%s", il, s) }
+		set(&ly.attnNorm, b("attn_norm.weight"))
+		set(&ly.attnNormB, b("attn_norm.bias"))
+		set(&ly.wq, b("attn_q.weight"))
+		set(&ly.wk, b("attn_k.weight"))
+		set(&ly.wv, b("attn_v.weight"))
+		set(&ly.wqkv, b("attn_qkv.weight"))
+		set(&ly.bq, b("attn_q.bias"))
+		set(&ly.bk, b("attn_k.bias"))
+		set(&ly.bv, b("attn_v.bias"))
+		set(&ly.bqkv, b("attn_qkv.bias"))
+		set(&ly.qNorm, b("attn_q_norm.weight"))
+		set(&ly.kNorm, b("attn_k_norm.weight"))
+		set(&ly.wo, b("attn_output.weight"))
+		set(&ly.bo, b("attn_output.bias"))
+		set(&ly.attnPost, b("post_attention_norm.weight"))
+		set(&ly.ffnNorm, b("ffn_norm.weight"))
+		set(&ly.ffnNormB, b("ffn_norm.bias"))
+		set(&ly.gate, b("ffn_gate.weight"))
+		set(&ly.up, b("ffn_up.weight"))
+		set(&ly.down, b("ffn_down.weight"))
+		set(&ly.bGate, b("ffn_gate.bias"))
+		set(&ly.bUp, b("ffn_up.bias"))
+		set(&ly.bDown, b("ffn_down.bias"))
+		set(&ly.ffnPost, b("post_ffw_norm.weight"))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

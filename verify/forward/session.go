@@ -1,0 +1,362 @@
+package forward
+
+import (
+	"context"
+	"fmt"
+	"math"
+)
+
+// maxCacheBytes bounds a session's key/value cache.
+const maxCacheBytes = 8 << 30
+
+// Session runs a model over a growing sequence of tokens, keeping every
+// layer's keys and values (llama.cpp's KV cache) so each Eval only computes
+// the new tokens. It is not safe for concurrent use.
+type Session struct {
+	m        *Model
+	capacity int
+	n        int
+	k, v     [][]float32 // per layer: capacity rows of HeadsKV·HeadDimK (·HeadDimV)
+	factors  []float32   // RoPE frequency factors in use, or nil
+	bufs     [][]float32 // per-worker scratch
+}
+
+// NewSession prepares a session for up to capacity tokens.
+func (m *Model) NewSession(capacity int) (*Session, error) {
+	c := m.cfg
+	per := int64(c.kvDimK()+c.kvDimV()) * 4 * int64(c.Layers)
+	if capacity <= 0 || int64(capacity) > maxCacheBytes/per {
+		return nil, fmt.Errorf("%w: context of %d tokens (the cache would need more than %d bytes)", ErrUnsupported, capacity, int64(maxCacheBytes))
+	}
+	if m.posEmbd != nil && capacity > c.CtxTrain {
+		return nil, fmt.Errorf("%w: context of %d tokens exceeds the %d learned positions", ErrUnsupported, capacity, c.CtxTrain)
+	}
+	s := &Session{m: m, capacity: capacity, factors: m.ropeFreqs}
+	if m.ropeLong != nil || m.ropeShrt != nil {
+		// llama_model::get_rope_factors: long factors beyond the original context.
+		s.factors = m.ropeShrt
+		if capacity > c.RopeOrigCtx {
+			s.factors = m.ropeLong
+		}
+	}
+	s.k = make([][]float32, c.Layers)
+	s.v = make([][]float32, c.Layers)
+	for il := range s.k {
+		s.k[il] = make([]float32, capacity*c.kvDimK())
+		s.v[il] = make([]float32, capacity*c.kvDimV())
+	}
+	return s, nil
+}
+
+// Len is the number of tokens evaluated so far.
+func (s *Session) Len() int { return s.n }
+
+// Truncate forgets every token from position n on.
+func (s *Session) Truncate(n int) {
+	if n >= 0 && n < s.n {
+		s.n = n
+	}
+}
+
+// scratch returns one buffer of at least n floats per worker.
+func (s *Session) scratch(n int) [][]float32 {
+	if len(s.bufs) < s.m.threads {
+		s.bufs = make([][]float32, s.m.threads)
+	}
+	for i := range s.bufs {
+		if cap(s.bufs[i]) < n {
+			s.bufs[i] = make([]float32, n)
+		}
+	}
+	return s.bufs
+}
+
+func rows(n, width int) [][]float32 {
+	flat := make([]float32, n*width)
+	out := make([][]float32, n)
+	for i := range out {
+		out[i] = flat[i*width : (i+1)*width : (i+1)*width]
+	}
+	return out
+}
+
+// Eval appends tokens at the next positions and returns the logits of every
+// one of them (all) or of the last only.
+func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32, error) {
+	m, c := s.m, s.m.cfg
+	if len(tokens) == 0 {
+		return nil, nil
+	}
+	if len(tokens) > s.capacity-s.n {
+		return nil, fmt.Errorf("forward: %d tokens do not fit: %d of %d positions used", len(tokens), s.n, s.capacity)
+	}
+	x := rows(len(tokens), c.Embd)
+	for t, id := range tokens {
+		if id < 0 || id >= c.Vocab {
+			return nil, fmt.Errorf("forward: token %d outside the vocabulary of %d", id, c.Vocab)
+		}
+		if err := m.tokEmbd.ReadRows(id, 1, x[t]); err != nil {
+			return nil, fmt.Errorf("token_embd.weight row %d: %w", id, err)
+		}
+		if c.arch.embedScale {
+			scale := float32(math.Sqrt(float64(float32(c.Embd))))
+			for i := range x[t] {
+				x[t][i] *= scale
+			}
+		}
+		if m.posEmbd != nil {
+			pos := make([]float32, c.Embd)
+			if err := m.posEmbd.ReadRows(s.n+t, 1, pos); err != nil {
+				return nil, fmt.Errorf("position_embd.weight row %d: %w", s.n+t, err)
+			}
+			for i := range x[t] {
+				x[t][i] += pos[i]
+			}
+		}
+	}
+	for il := range m.layers {
+		if err := s.layer(ctx, il, x); err != nil {
+			return nil, err
+		}
+	}
+	s.n += len(tokens)
+	if !all {
+		x = x[len(x)-1:]
+	}
+	for _, r := range x {
+		s.norm(r, r, m.outNorm, m.outNormB)
+	}
+	logits := rows(len(x), c.Vocab)
+	if err := s.mul(ctx, m.output, m.outputB, x, logits); err != nil {
+		return nil, err
+	}
+	if c.FinalSoftcap != 0 {
+		for _, l := range logits {
+			softcap(l, c.FinalSoftcap)
+		}
+	}
+	return logits, nil
+}
+
+// norm applies the architecture's normalisation with weight w (and bias b).
+func (s *Session) norm(dst, x, w, b []float32) {
+	if s.m.cfg.arch.norm == normLayer {
+		layerNorm(dst, x, w, b, s.m.cfg.NormEps)
+		return
+	}
+	rmsNorm(dst, x, w, s.m.cfg.NormEps)
+}
+
+// layer runs block il on x (updated in place) for the tokens at positions
+// s.n, s.n+1, …
+func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
+	c, ly := s.m.cfg, &s.m.layers[il]
+	T := len(x)
+	h := rows(T, c.Embd)
+	for t := range x {
+		s.norm(h[t], x[t], ly.attnNorm, ly.attnNormB)
+	}
+	q, k, v := rows(T, c.headsQ()), rows(T, c.kvDimK()), rows(T, c.kvDimV())
+	if err := s.qkv(ctx, ly, h, q, k, v); err != nil {
+		return err
+	}
+	if ly.qNorm != nil {
+		for t := range q {
+			for hd := 0; hd < c.Heads; hd++ {
+				seg := q[t][hd*c.HeadDimK : (hd+1)*c.HeadDimK]
+				rmsNorm(seg, seg, ly.qNorm, c.NormEps)
+			}
+			for hd := 0; hd < c.HeadsKV; hd++ {
+				seg := k[t][hd*c.HeadDimK : (hd+1)*c.HeadDimK]
+				rmsNorm(seg, seg, ly.kNorm, c.NormEps)
+			}
+		}
+	}
+	if c.arch.rope != ropeNone {
+		base, scale := c.RopeBase, c.RopeFreqScale
+		if c.SWA[il] {
+			base, scale = c.RopeBaseSWA, c.RopeFreqScaleSWA
+		}
+		cache := make([]float32, c.Rot)
+		for t := range q {
+			ropeCache(cache, s.n+t, c.Rot, base, scale, s.factors, c)
+			for hd := 0; hd < c.Heads; hd++ {
+				rope(q[t][hd*c.HeadDimK:], cache, c.Rot, c.arch.rope)
+			}
+			for hd := 0; hd < c.HeadsKV; hd++ {
+				rope(k[t][hd*c.HeadDimK:], cache, c.Rot, c.arch.rope)
+			}
+		}
+	}
+	if c.arch.scaleQ {
+		for _, r := range q {
+			for i := range r {
+				r[i] *= c.AttnScale
+			}
+		}
+	}
+	for t := range k {
+		copy(s.k[il][(s.n+t)*c.kvDimK():], k[t])
+		copy(s.v[il][(s.n+t)*c.kvDimV():], v[t])
+	}
+	att := rows(T, c.outDimV())
+	if err := s.attention(ctx, il, q, att); err != nil {
+		return err
+	}
+	o := rows(T, c.Embd)
+	if err := s.mul(ctx, ly.wo, ly.bo, att, o); err != nil {
+		return err
+	}
+	for t := range o {
+		if ly.attnPost != nil {
+			rmsNorm(o[t], o[t], ly.attnPost, c.NormEps)
+		}
+		for i := range o[t] {
+			x[t][i] += o[t][i]
+		}
+		s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
+	}
+	f := rows(T, c.Embd)
+	if err := s.ffn(ctx, ly, h, f); err != nil {
+		return err
+	}
+	for t := range f {
+		if ly.ffnPost != nil {
+			rmsNorm(f[t], f[t], ly.ffnPost, c.NormEps)
+		}
+		for i := range f[t] {
+			x[t][i] += f[t][i]
+		}
+	}
+	return nil
+}
+
+// qkv projects h to Q, K and V through a fused or split weight
+// (llm_graph_context::build_qkv).
+func (s *Session) qkv(ctx context.Context, ly *layer, h, q, k, v [][]float32) error {
+	if ly.wqkv == nil {
+		for _, p := range []struct {
+			w   *matrix
+			b   []float32
+			out [][]float32
+		}{{ly.wq, ly.bq, q}, {ly.wk, ly.bk, k}, {ly.wv, ly.bv, v}} {
+			if err := s.mul(ctx, p.w, p.b, h, p.out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	bias := ly.bqkv
+	if bias == nil && ly.bq != nil && ly.bk != nil && ly.bv != nil {
+		bias = append(append(append([]float32(nil), ly.bq...), ly.bk...), ly.bv...)
+	}
+	nq, nk := len(q[0]), len(k[0])
+	fused := rows(len(h), nq+nk+len(v[0]))
+	if err := s.mul(ctx, ly.wqkv, bias, h, fused); err != nil {
+		return err
+	}
+	for t, r := range fused {
+		copy(q[t], r[:nq])
+		copy(k[t], r[nq:nq+nk])
+		copy(v[t], r[nq+nk:])
+	}
+	return nil
+}
+
+// ffn is llm_graph_context::build_ffn for the architecture's FFN kind.
+func (s *Session) ffn(ctx context.Context, ly *layer, h, out [][]float32) error {
+	c := s.m.cfg
+	T := len(h)
+	var act [][]float32
+	switch c.arch.ffn {
+	case ffnSwiGLU, ffnGeGLU:
+		up, gate := rows(T, c.FF), rows(T, c.FF)
+		if err := s.mul(ctx, ly.up, ly.bUp, h, up); err != nil {
+			return err
+		}
+		if err := s.mul(ctx, ly.gate, ly.bGate, h, gate); err != nil {
+			return err
+		}
+		fn := silu
+		if c.arch.ffn == ffnGeGLU {
+			fn = gelu
+		}
+		for t := range gate {
+			for i, g := range gate[t] {
+				gate[t][i] = fn(g) * up[t][i]
+			}
+		}
+		act = gate
+	case ffnGELU:
+		act = rows(T, c.FF)
+		if err := s.mul(ctx, ly.up, ly.bUp, h, act); err != nil {
+			return err
+		}
+		for _, r := range act {
+			for i, x := range r {
+				r[i] = gelu(x)
+			}
+		}
+	case ffnSwiGLUFused:
+		both := rows(T, 2*c.FF)
+		if err := s.mul(ctx, ly.up, ly.bUp, h, both); err != nil {
+			return err
+		}
+		act = rows(T, c.FF)
+		for t, r := range both {
+			for i := range act[t] {
+				act[t][i] = silu(r[i]) * r[c.FF+i]
+			}
+		}
+	}
+	return s.mul(ctx, ly.down, ly.bDown, act, out)
+}
+
+// attention is build_attn_mha without flash attention: for each token and
+// query head, soft-max over the cached keys it may see (causal, and within
+// the sliding window on SWA layers) of the capped, scaled scores, then the
+// weighted sum of the values. Query head h reads key/value head h/(Heads/HeadsKV).
+func (s *Session) attention(ctx context.Context, il int, q, out [][]float32) error {
+	c := s.m.cfg
+	kqScale := c.AttnScale
+	if c.arch.scaleQ {
+		kqScale = 1
+	}
+	dk, dv, group := c.HeadDimK, c.HeadDimV, c.group()
+	keys, vals := s.k[il], s.v[il]
+	bufs := s.scratch(s.capacity)
+	tasks := len(q) * c.Heads
+	threads := s.m.threads
+	if tasks*(s.n+len(q))*dk < 1<<15 {
+		threads = 1 // not worth the goroutines
+	}
+	return parallel(ctx, threads, tasks, func(worker, task int) error {
+		t, hd := task/c.Heads, task%c.Heads
+		pos := s.n + t
+		lo := 0
+		if c.SWA[il] && c.SlidingWindow > 0 {
+			lo = max(0, pos-c.SlidingWindow+1)
+		}
+		g := hd / group
+		qh := q[t][hd*dk : (hd+1)*dk]
+		scores := bufs[worker][:pos+1-lo]
+		for j := lo; j <= pos; j++ {
+			off := j*c.kvDimK() + g*dk
+			scores[j-lo] = dot(qh, keys[off:off+dk])
+		}
+		if c.AttnSoftcap != 0 {
+			softcap(scores, c.AttnSoftcap)
+		}
+		softmax(scores, kqScale)
+		o := out[t][hd*dv : (hd+1)*dv]
+		clear(o)
+		for j := lo; j <= pos; j++ {
+			p := scores[j-lo]
+			off := j*c.kvDimV() + g*dv
+			for d, x := range vals[off : off+dv] {
+				o[d] += p * x
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,91 @@
+package forward
+
+import (
+	"fmt"
+
+	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/quantize"
+	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
+)
+
+// Tensor is one weight as the forward pass reads it.
+type Tensor interface {
+	// Shape is the shape in ggml order (ne0, the row length, first).
+	Shape() []int64
+	// ReadRows writes n rows from row r0 on, as float32, into dst (n·ne0
+	// values). It must be safe for concurrent use.
+	ReadRows(r0, n int, dst []float32) error
+}
+
+// Weights finds tensors by GGUF name.
+type Weights interface {
+	Tensor(name string) (Tensor, bool)
+}
+
+// GGUFWeights serves a GGUF's tensors, decoding rows from the file's memory
+// map on every read (nothing is held in memory but the map).
+func GGUFWeights(f *ggufread.File) Weights { return ggufWeights{f} }
+
+type ggufWeights struct{ f *ggufread.File }
+
+func (w ggufWeights) Tensor(name string) (Tensor, bool) {
+	info, ok := w.f.Tensor(name)
+	if !ok {
+		return nil, false
+	}
+	return &ggufTensor{f: w.f, info: info}, true
+}
+
+type ggufTensor struct {
+	f    *ggufread.File
+	info *gguf.TensorInfo
+}
+
+func (t *ggufTensor) Shape() []int64 {
+	s := make([]int64, len(t.info.Shape))
+	for i, d := range t.info.Shape {
+		s[i] = int64(d)
+	}
+	return s
+}
+
+func (t *ggufTensor) ReadRows(r0, n int, dst []float32) error {
+	ne0 := 1
+	if len(t.info.Shape) > 0 {
+		ne0 = int(t.info.Shape[0])
+	}
+	rows := int(t.info.Rows())
+	if r0 < 0 || n < 0 || r0 > rows-n || len(dst) < n*ne0 {
+		return fmt.Errorf("%w: tensor %s: rows %d+%d of %d", ErrWeights, t.info.Name, r0, n, rows)
+	}
+	rowSize, err := quantize.RowSize(t.info.Type, ne0)
+	if err != nil {
+		return fmt.Errorf("tensor %s: %w", t.info.Name, err)
+	}
+	data, err := t.f.TensorData(t.info.Name)
+	if err != nil {
+		return err
+	}
+	return quantize.Decode(t.info.Type, dst[:n*ne0], data[r0*rowSize:(r0+n)*rowSize], ne0)
+}
+
+// sameShape compares shapes in ggml order, ignoring trailing 1s (gguf-py
+// keeps them, gguf.cpp drops them).
+func sameShape(a, b []int64) bool {
+	trim := func(s []int64) []int64 {
+		for len(s) > 1 && s[len(s)-1] == 1 {
+			s = s[:len(s)-1]
+		}
+		return s
+	}
+	a, b = trim(a), trim(b)
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
