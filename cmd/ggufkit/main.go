@@ -39,6 +39,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			inspectCommand(),
 			quantizeCommand(),
 			tokenizeCommand(),
+			verifyCommand(),
 		},
 		// Errors are printed once, by main.
 		ExitErrHandler: func(*cli.Context, error) {},
