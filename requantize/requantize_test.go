@@ -143,6 +143,37 @@ func TestNeedsImatrix(t *testing.T) {
 	}
 }
 
+// TestMissingWeights: a ggml type that cannot run without importance
+// weights, on a tensor the imatrix has no entry for (llama-imatrix never
+// collects token_embd or output), is an error naming the tensor and leaves
+// no output; llama-quantize lets ggml_quantize_chunk abort there.
+func TestMissingWeights(t *testing.T) {
+	in := smallModel(t)
+	w := make([]float32, 256)
+	for i := range w {
+		w[i] = 1 + float32(i%7)
+	}
+	im := &imatrix.Matrix{Weights: map[string][]float32{"blk.0.attn_q.weight": w, "blk.0.ffn_down.weight": w}}
+	for _, typ := range []string{"ggml:IQ2_XXS", "ggml:IQ2_XS", "ggml:IQ1_S"} {
+		t.Run(typ, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.gguf")
+			_, err := Run(context.Background(), in, out, Options{Target: target(t, typ), IMatrix: im, IMatrixFile: "im.gguf"})
+			if err == nil || !strings.Contains(err.Error(), `"token_embd.weight"`) || !strings.Contains(err.Error(), "importance matrix") {
+				t.Fatalf("err %v, want a missing-weights error naming token_embd.weight", err)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Fatal("a failed run left an output file")
+			}
+			// With the weightless tensor given another type, the run succeeds.
+			q8 := gguf.Q8_0
+			if _, err := Run(context.Background(), in, out, Options{Target: target(t, typ), IMatrix: im, IMatrixFile: "im.gguf",
+				TokenEmbdType: &q8}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestRequantizeRefused(t *testing.T) {
 	dir := t.TempDir()
 	q := filepath.Join(dir, "q4.gguf")

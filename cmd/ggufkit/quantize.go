@@ -104,7 +104,11 @@ func runQuantize(c *cli.Context) error {
 		return err
 	}
 	before, after := rep.BitsPerWeight()
-	fmt.Fprintf(w, "%s → %s: %s (%.2f bpw) → %s (%.2f bpw), %d tensors, %.2f s\n", in, strings.Join(rep.Outputs, ", "),
+	dest := strings.Join(rep.Outputs, ", ")
+	if opts.DryRun {
+		dest = "(dry run, nothing written)"
+	}
+	fmt.Fprintf(w, "%s → %s: %s (%.2f bpw) → %s (%.2f bpw), %d tensors, %.2f s\n", in, dest,
 		humanBytes(rep.SizeBefore), before, humanBytes(rep.SizeAfter), after, len(rep.Tensors), time.Since(start).Seconds())
 	if rep.Fallbacks > 0 {
 		fmt.Fprintf(w, "%d of %d tensors needed a fallback type (rows not a multiple of the block size)\n", rep.Fallbacks, len(rep.Tensors))
