@@ -124,3 +124,67 @@ func TestSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotGPTOSS checks every file type on gpt-oss-120b's shapes (128
+// experts; rows of 2880, not a multiple of 256, so the 256-block types fall
+// back) against llama.cpp's snapshot. The schema lists, for Q2_K, every
+// quantizable tensor, so the union of its names is the tensor set.
+func TestSnapshotGPTOSS(t *testing.T) {
+	const nEmbd, nVocab, headDim, nHead, nHeadKV, nExpert = 2880, 201088, 64, 64, 8, 128
+	sections := readSnapshot(t, "testdata/gpt-oss-120b.schema")
+	names := map[string]bool{}
+	for _, sec := range sections {
+		for n := range sec.overrides {
+			names[n] = true
+		}
+	}
+	var tensors []Tensor
+	for n := range names {
+		var shape []uint64
+		switch {
+		case n == "token_embd.weight" || n == "output.weight":
+			shape = []uint64{nEmbd, nVocab}
+		case strings.HasSuffix(n, ".attn_q.weight"):
+			shape = []uint64{nEmbd, nHead * headDim}
+		case strings.HasSuffix(n, ".attn_k.weight"), strings.HasSuffix(n, ".attn_v.weight"):
+			shape = []uint64{nEmbd, nHeadKV * headDim}
+		case strings.HasSuffix(n, ".attn_output.weight"):
+			shape = []uint64{nHead * headDim, nEmbd}
+		case strings.HasSuffix(n, "_exps.weight"):
+			shape = []uint64{nEmbd, nEmbd, nExpert}
+		default:
+			t.Fatalf("unexpected tensor %s in the schema", n)
+		}
+		tensors = append(tensors, Tensor{Name: n, Type: gguf.F32, Shape: shape})
+	}
+	if len(tensors) != 2+36*7 {
+		t.Fatalf("%d tensors in the schema, want 2 + 36 layers × 7", len(tensors))
+	}
+	Sort(tensors)
+	m := Model{Arch: "gpt-oss", Layers: 36, Heads: nHead, HeadsKV: nHeadKV, Experts: nExpert}
+	for _, sec := range sections {
+		t.Run(sec.ftype, func(t *testing.T) {
+			target, err := ParseTarget(sec.ftype)
+			if err != nil {
+				t.Fatal(err)
+			}
+			def, ok := DefaultType(target.Preset.FileType)
+			if !ok || def != sec.def {
+				t.Fatalf("default %s, snapshot %s", def, sec.def)
+			}
+			ds, err := Plan(m, tensors, def, &Options{FileType: target.Preset.FileType})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, d := range ds {
+				want, ok := sec.overrides[tensors[i].Name]
+				if !ok {
+					want = sec.def
+				}
+				if d.Type != want {
+					t.Errorf("%s: %s, llama-quantize %s", tensors[i].Name, d.Type, want)
+				}
+			}
+		})
+	}
+}
