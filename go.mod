@@ -3,6 +3,7 @@ module github.com/ggufkit/ggufkit
 go 1.26.8
 
 require (
+	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/urfave/cli/v2 v2.27.7
 	github.com/x448/float16 v0.8.4
 	golang.org/x/sync v0.25.0
@@ -15,7 +16,6 @@ require (
 	github.com/nlpodyssey/gopickle v0.2.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
-	github.com/schollz/progressbar/v3 v3.19.1 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 	golang.org/x/term v0.44.0 // indirect
 )

@@ -36,6 +36,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
 		Commands: []*cli.Command{
+			convertCommand(),
 			inspectCommand(),
 			quantizeCommand(),
 			tokenizeCommand(),

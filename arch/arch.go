@@ -1,0 +1,178 @@
+// Package arch holds one plugin per model architecture of llama.cpp's
+// converter (convert_hf_to_gguf.py and its conversion/ modules): the GGUF
+// metadata of a model's hyperparameters and, for every output tensor, its
+// GGUF name, shape, sources and transform. Plugins are keyed by
+// config.json's architectures[0]; shared pieces (the name tables, the Q/K
+// permutation, expert stacking) are helpers they compose.
+//
+// A plugin only plans: it never reads tensor data. The convert package runs
+// the plan.
+package arch
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/readers"
+)
+
+// Input is a source tensor as the plugin sees it, after the converter's
+// name filters.
+type Input struct {
+	// Name is the tensor's name after filtering (filter_tensors).
+	Name string
+	// Source is its name in the checkpoint.
+	Source string
+	// Shape in PyTorch order.
+	Shape []int64
+	DType readers.DType
+}
+
+// Output is one GGUF tensor and how to compute it from its sources.
+type Output struct {
+	// Name is the GGUF tensor name.
+	Name string
+	// Shape in PyTorch order (row length last), as the converter's numpy
+	// array has it; the GGUF shape is its reverse.
+	Shape []int64
+	// Sources are the inputs it is computed from, in order.
+	Sources []Input
+	// Build computes the tensor from its sources' float32 values (each in
+	// PyTorch row-major order). Nil means the single source unchanged.
+	Build func(srcs [][]float32) ([]float32, error)
+	// Data holds the values of a generated tensor (no sources).
+	Data []float32
+	// HFName is the source name the converter's type rules see (the name
+	// modify_tensors was called with), and Bid its block number (-1: none).
+	HFName string
+	Bid    int
+}
+
+// VocabKind names the tokenizer routine of a model class (its set_vocab).
+type VocabKind string
+
+// The tokenizer routines of llama.cpp's converter used by wave-1 models.
+const (
+	VocabLlama         VocabKind = "llama"         // LlamaModel.set_vocab: sentencepiece, llama_hf, gpt2
+	VocabGPT2          VocabKind = "gpt2"          // _set_vocab_gpt2
+	VocabSentencePiece VocabKind = "sentencepiece" // _set_vocab_sentencepiece
+	VocabQwen2         VocabKind = "qwen2"         // Qwen2Model.set_vocab
+	VocabGemma         VocabKind = "gemma"         // GemmaModel.set_vocab
+	VocabGemma2        VocabKind = "gemma2"        // Gemma2Model.set_vocab
+	VocabGemma3        VocabKind = "gemma3"        // Gemma3Model.set_vocab
+	VocabPhi3          VocabKind = "phi3"          // Phi3MiniModel.set_vocab
+	VocabBert          VocabKind = "bert"          // BertModel.set_vocab (WordPiece)
+)
+
+// Model is one model class of the converter bound to a model's hparams.
+type Model interface {
+	// Arch is the GGUF architecture name (general.architecture).
+	Arch() string
+	// Names is the tensor name map.
+	Names() *NameMap
+	// BlockCount is the number of blocks.
+	BlockCount() int
+	// Params returns the hyperparameter metadata (set_gguf_parameters),
+	// which includes general.file_type.
+	Params(ft gguf.FileType) ([]gguf.KV, error)
+	// Vocab names the tokenizer routine.
+	Vocab() VocabKind
+	// Filter renames a checkpoint tensor or drops it (ok false).
+	Filter(name string) (string, bool)
+	// Extra returns the generated tensors (generate_extra_tensors).
+	Extra() ([]Output, error)
+	// Modify maps one source tensor to zero or more outputs; it is called
+	// in the converter's tensor order and may hold tensors back until a
+	// group is complete (experts).
+	Modify(in Input, bid int) ([]Output, error)
+	// Finish reports tensors still held back after the last Modify.
+	Finish() error
+	// ForceType is tensor_force_quant: a type this model imposes on a
+	// tensor, if any.
+	ForceType(out *Output, nDims int) (gguf.Type, bool)
+}
+
+// Constructor builds a Model from hparams and the model's folder (some
+// classes read extra files there, e.g. sentence-transformers' modules.json).
+type Constructor func(h HParams, dir string) (Model, error)
+
+var registry = map[string]Constructor{}
+
+// register adds a constructor under every Hugging Face architecture name.
+func register(c Constructor, names ...string) {
+	for _, n := range names {
+		if _, dup := registry[n]; dup {
+			panic("arch: duplicate registration of " + n)
+		}
+		registry[n] = c
+	}
+}
+
+// Supported lists the Hugging Face architecture names, sorted.
+func Supported() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// UnsupportedError is returned for an architecture without a plugin.
+type UnsupportedError struct {
+	Arch string
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("arch: model architecture %q is not supported; supported: %s", e.Arch, strings.Join(Supported(), ", "))
+}
+
+// New builds the plugin of the model in dir described by h, from its
+// architectures[0].
+func New(h HParams, dir string) (Model, error) {
+	archs, _ := h["architectures"].([]any)
+	if len(archs) == 0 {
+		return nil, fmt.Errorf("arch: config.json has no \"architectures\"")
+	}
+	name, _ := archs[0].(string)
+	c, ok := registry[name]
+	if !ok {
+		return nil, &UnsupportedError{Arch: name}
+	}
+	return c(h, dir)
+}
+
+// BlockID is the converter's block id: the first dot-separated part of the
+// name that is all decimal digits, or -1.
+func BlockID(name string) int {
+	for part := range strings.SplitSeq(name, ".") {
+		if part != "" && strings.Trim(part, "0123456789") == "" {
+			n := 0
+			for _, c := range part {
+				n = n*10 + int(c-'0')
+				if n > 1<<30 {
+					return -1
+				}
+			}
+			return n
+		}
+	}
+	return -1
+}
+
+// numel is the element count of a shape.
+func numel(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// identity is the output of one source unchanged, under a GGUF name.
+func identity(in Input, name string, bid int) Output {
+	return Output{Name: name, Shape: slices.Clone(in.Shape), Sources: []Input{in}, HFName: in.Name, Bid: bid}
+}

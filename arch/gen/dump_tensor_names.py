@@ -1,0 +1,49 @@
+"""Dump gguf-py's tensor-name tables as data for arch/tensornames.json.
+
+Run with llama.cpp's gguf-py (0.19.0, llama.cpp 0c1e570) importable:
+    PYTHONPATH=<llama.cpp>/gguf-py python arch/gen/dump_tensor_names.py > arch/tensornames.json
+
+For each GGUF architecture ggufkit supports, it writes the mapping from a
+Hugging Face tensor-name stem (without .weight/.bias; "{bid}" marks the block
+number) to the tensor kind and its GGUF name stem, resolved the way
+gguf.TensorNameMap builds its dictionary (later keys win), plus the list of
+tensor kinds the architecture allows. Only facts (names) are exported.
+"""
+import json
+import sys
+
+import gguf
+from gguf.tensor_mapping import TensorNameMap
+
+ARCHS = ["llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
+         "phi3", "gpt2", "gptneox", "starcoder2", "bert"]
+
+names = {v: k for k, v in gguf.MODEL_ARCH_NAMES.items()}
+out = {"source": "gguf-py 0.19.0 (llama.cpp 0c1e570) gguf/tensor_mapping.py, gguf/constants.py", "archs": {}}
+for arch_name in ARCHS:
+    arch = names[arch_name]
+    allowed = gguf.MODEL_TENSORS[arch]
+    mapping = {}
+    for tensor, keys in TensorNameMap.mappings_cfg.items():
+        if tensor not in allowed:
+            continue
+        tname = gguf.TENSOR_NAMES[tensor]
+        mapping[tname] = (tensor.name, tname)
+        for key in keys:
+            mapping[key] = (tensor.name, tname)
+    block = dict(TensorNameMap.block_mappings_cfg)
+    block.update(TensorNameMap.arch_block_mappings_cfg.get(arch, {}))
+    for tensor, keys in block.items():
+        if tensor not in allowed:
+            continue
+        tname = gguf.TENSOR_NAMES[tensor]
+        mapping[tname] = (tensor.name, tname)
+        for key in keys:
+            mapping[key] = (tensor.name, tname)
+    out["archs"][arch_name] = {
+        "tensors": [t.name for t in allowed],
+        "map": [[k, v[0], v[1]] for k, v in mapping.items()],
+    }
+out["kinds"] = {t.name: gguf.TENSOR_NAMES[t] for t in gguf.MODEL_TENSOR if t in gguf.TENSOR_NAMES}
+json.dump(out, sys.stdout, indent=0, sort_keys=False)
+sys.stdout.write("\n")

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+
+	"github.com/ggufkit/ggufkit/arch"
+	"github.com/ggufkit/ggufkit/convert"
+	"github.com/ggufkit/ggufkit/requantize"
+)
+
+func convertCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "convert",
+		Usage: "convert a Hugging Face checkpoint to GGUF like convert_hf_to_gguf.py (same bytes), or straight to a llama-quantize type",
+		ArgsUsage: "MODEL\n\n" +
+			"MODEL is a model folder, a weights file (.safetensors, .bin, .pth) or a Hugging Face cache entry\n" +
+			"(…/hub/models--org--name). --outtype takes convert_hf_to_gguf.py's types (f32 f16 bf16 q8_0 tq1_0\n" +
+			"tq2_0 auto), any llama-quantize type (Q4_K_M, IQ4_XS …) or ggml type (ggml:Q5_K, MXFP4 …), quantized\n" +
+			"in one pass from the source with llama-quantize's mix rules.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "outtype", Value: "auto", Usage: "output `TYPE`"},
+			&cli.StringFlag{Name: "outfile", Usage: "output `PATH` (may contain {ftype}); default: the model folder, named by the GGUF naming convention"},
+			&cli.StringFlag{Name: "model-name", Usage: "general.name"},
+			&cli.StringFlag{Name: "metadata", Usage: "JSON `FILE` of general.* overrides"},
+			&cli.BoolFlag{Name: "vocab-only", Usage: "write only the metadata and the tokenizer"},
+			&cli.StringFlag{Name: "tokenizer-pre", Usage: "BPE pre-tokenizer `NAME` (tokenizer.ggml.pre) instead of identifying it"},
+			&cli.IntFlag{Name: "split-max-tensors", Usage: "at most `N` tensors per shard"},
+			&cli.StringFlag{Name: "split-max-size", Value: "0", Usage: "at most `SIZE` bytes of tensors per shard (K, M, G: powers of 1000)"},
+			&cli.BoolFlag{Name: "no-tensor-first-split", Usage: "put no tensors in the first shard"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "plan the output (files, tensors, types, sizes) and write nothing"},
+			&cli.IntFlag{Name: "threads", Usage: "tensors converted at once (default: all CPUs)"},
+			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite an existing output file"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print a line per tensor"},
+			&cli.BoolFlag{Name: "list-architectures", Usage: "print the supported config.json architectures and exit"},
+			// llama-quantize's options, for a preset or ggml --outtype.
+			&cli.StringFlag{Name: "imatrix", Usage: "importance matrix `FILE` (GGUF or legacy .dat) for a quantized --outtype"},
+			&cli.StringSliceFlag{Name: "include-weights", Usage: "use imatrix entries only for tensors whose name contains `S`"},
+			&cli.StringSliceFlag{Name: "exclude-weights", Usage: "ignore imatrix entries for tensors whose name contains `S`"},
+			&cli.BoolFlag{Name: "pure", Usage: "quantized --outtype: every quantizable tensor gets the default type (no mix rules)"},
+			&cli.BoolFlag{Name: "leave-output-tensor", Usage: "quantized --outtype: leave output.weight unquantized"},
+			&cli.StringFlag{Name: "output-tensor-type", Usage: "quantized --outtype: ggml `TYPE` for output.weight"},
+			&cli.StringFlag{Name: "token-embedding-type", Usage: "quantized --outtype: ggml `TYPE` for token_embd.weight"},
+			&cli.StringSliceFlag{Name: "tensor-type", Usage: "quantized --outtype: `PATTERN=TYPE` (regex, first match wins)"},
+		},
+		Action: runConvert,
+	}
+}
+
+func runConvert(c *cli.Context) error {
+	w := c.App.Writer
+	if c.Bool("list-architectures") {
+		for _, a := range arch.Supported() {
+			fmt.Fprintln(w, a)
+		}
+		return nil
+	}
+	if c.NArg() != 1 {
+		return cli.Exit("convert: expected one MODEL (a folder, a weights file or a Hugging Face cache entry)", 2)
+	}
+	maxSize, err := parseSplitSize(c.String("split-max-size"))
+	if err != nil {
+		return cli.Exit("convert: --split-max-size: "+err.Error(), 2)
+	}
+	if c.Int("split-max-tensors") < 0 || c.Int("threads") < 0 {
+		return cli.Exit("convert: --split-max-tensors and --threads must not be negative", 2)
+	}
+	opts := convert.Options{
+		OutType:            strings.TrimSpace(c.String("outtype")),
+		OutFile:            c.String("outfile"),
+		ModelName:          c.String("model-name"),
+		MetadataFile:       c.String("metadata"),
+		VocabOnly:          c.Bool("vocab-only"),
+		TokenizerPre:       c.String("tokenizer-pre"),
+		SplitMaxTensors:    c.Int("split-max-tensors"),
+		SplitMaxSize:       maxSize,
+		NoTensorFirstSplit: c.Bool("no-tensor-first-split"),
+		DryRun:             c.Bool("dry-run"),
+		Threads:            c.Int("threads"),
+		Overwrite:          c.Bool("force"),
+	}
+	qopts := requantize.Options{Pure: c.Bool("pure"), LeaveOutput: c.Bool("leave-output-tensor")}
+	if err := quantizeFlags(c, &qopts); err != nil {
+		return err
+	}
+	opts.Quantize = qopts
+
+	verbose := c.Bool("verbose") || opts.DryRun
+	progress := newConvertProgress(c.App.ErrWriter, !c.Bool("quiet") && !verbose)
+	var mu sync.Mutex
+	opts.OnStart = func(_ int, bytes int64) { progress.start(bytes) }
+	opts.OnTensor = func(t convert.TensorReport) {
+		mu.Lock()
+		defer mu.Unlock()
+		if verbose {
+			fmt.Fprintf(w, "[%4d/%4d] %-40s %-8s → %-7s %-18s %10s\n", t.Index+1, t.Count, t.Name, t.SourceDType, t.Type,
+				shapeString(t.Shape), humanBytes(t.Bytes))
+		}
+		progress.add(t.Count, int64(t.Bytes))
+	}
+	rep, err := convert.Run(c.Context, c.Args().First(), opts)
+	progress.finish()
+	if err != nil {
+		return err
+	}
+	secs := rep.Duration.Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(rep.Bytes) / 1e6 / secs
+	}
+	verb := "wrote"
+	if opts.DryRun {
+		verb = "would write"
+	}
+	fmt.Fprintf(w, "%s %s: %s, %d tensors, %s in %.2f s (%.0f MB/s), peak memory %s\n", verb,
+		strings.Join(rep.Outputs, ", "), rep.FileType, rep.Tensors, humanBytes(uint64(rep.Bytes)), secs, rate, humanBytes(peakRSS()))
+	return nil
+}
+
+// parseSplitSize is convert_hf_to_gguf.py's split_str_to_n_bytes: a number
+// of bytes, or a number with K, M or G (powers of 1000).
+func parseSplitSize(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1000, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1000*1000, s[:len(s)-1]
+	case strings.HasSuffix(s, "G"):
+		mult, s = 1000*1000*1000, s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("invalid size %q (a number of bytes, or with K, M or G)", s)
+	}
+	return n * mult, nil
+}
+
+func shapeString(shape []uint64) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		parts[i] = strconv.FormatUint(d, 10)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// peakRSS is the process's peak resident set size in bytes (getrusage).
+func peakRSS() uint64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return uint64(ru.Maxrss) * 1024 // kilobytes on Linux
+}
+
+// convertProgress draws a progress bar of output bytes on a terminal.
+type convertProgress struct {
+	bar   *progressbar.ProgressBar
+	out   io.Writer
+	on    bool
+	done  int
+	total int64
+}
+
+// start sets the bar's total (bytes of tensor data to write).
+func (p *convertProgress) start(total int64) { p.total = total }
+
+// newConvertProgress shows a bar on out when enabled and out is a
+// terminal.
+func newConvertProgress(out io.Writer, enabled bool) *convertProgress {
+	p := &convertProgress{out: out}
+	if f, ok := out.(*os.File); ok && enabled {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.on = true
+		}
+	}
+	return p
+}
+
+func (p *convertProgress) add(count int, bytes int64) {
+	if !p.on {
+		return
+	}
+	if p.bar == nil {
+		p.bar = progressbar.NewOptions64(max(p.total, 1),
+			progressbar.OptionSetWriter(p.out),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetDescription("converting"),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	p.done++
+	p.bar.Describe(fmt.Sprintf("tensor %d/%d", p.done, count))
+	_ = p.bar.Add64(bytes)
+}
+
+func (p *convertProgress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}

@@ -1,0 +1,517 @@
+// Package convert turns a Hugging Face checkpoint into a GGUF the way
+// llama.cpp's convert_hf_to_gguf.py does: open the source lazily, plan every
+// output tensor through the architecture's plugin (arch), choose each
+// tensor's type, then stream read → float32 → encode → write at the
+// tensor's offset, several tensors in flight. Beyond llama.cpp, the output
+// type may be any llama-quantize preset or ggml type, quantized in the same
+// pass from the source's full precision (see OneTarget).
+package convert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ggufkit/ggufkit/arch"
+	"github.com/ggufkit/ggufkit/convert/metadata"
+	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/quantize"
+	"github.com/ggufkit/ggufkit/quantize/mix"
+	"github.com/ggufkit/ggufkit/readers"
+	"github.com/ggufkit/ggufkit/readers/hf"
+	"github.com/ggufkit/ggufkit/requantize"
+	"github.com/ggufkit/ggufkit/writer"
+)
+
+// Options configure a conversion. The zero value converts with
+// convert_hf_to_gguf.py's defaults (--outtype auto, default file name in
+// the model's folder).
+type Options struct {
+	// OutType is one of convert_hf_to_gguf.py's --outtype values (f32,
+	// f16, bf16, q8_0, tq1_0, tq2_0, auto; lower case), or any
+	// llama-quantize preset (Q4_K_M, IQ4_XS …) or ggml type, which are
+	// applied with llama-quantize's rules in the same pass.
+	OutType string
+	// OutFile is the output path, which may contain "{ftype}"; a directory
+	// or "" (the model's folder) gets the GGUF naming convention's name.
+	OutFile string
+	// ModelName sets general.name (--model-name).
+	ModelName string
+	// MetadataFile is a JSON file of general.* overrides (--metadata).
+	MetadataFile string
+	// VocabOnly writes only the metadata and tokenizer.
+	VocabOnly bool
+	// TokenizerPre overrides the BPE pre-tokenizer identification.
+	TokenizerPre string
+	// Quantize holds llama-quantize's options for a preset or ggml-type
+	// OutType (--imatrix, --tensor-type, --pure, --leave-output-tensor …);
+	// its Target, Workers, DryRun and Overwrite come from this struct.
+	Quantize requantize.Options
+	// SplitMaxTensors and SplitMaxSize split the output into gguf-split
+	// shards (PATH-00001-of-0000N.gguf) of at most that many tensors or
+	// tensor bytes, as convert_hf_to_gguf.py's --split-max-tensors and
+	// --split-max-size do (0: no limit). NoTensorFirstSplit puts no tensor
+	// in the first shard (--no-tensor-first-split).
+	SplitMaxTensors    int
+	SplitMaxSize       int64
+	NoTensorFirstSplit bool
+	// DryRun plans everything and writes nothing.
+	DryRun bool
+	// Threads bounds the tensors converted at once (0: all CPUs).
+	Threads int
+	// Overwrite replaces an existing output file.
+	Overwrite bool
+	// OnTensor is called after each tensor is written (or planned, in a
+	// dry run), from any goroutine.
+	OnTensor func(TensorReport)
+	// OnStart is called once the output is planned, with the number of
+	// tensors and the bytes of tensor data to write.
+	OnStart func(tensors int, bytes int64)
+}
+
+// TensorReport describes one converted tensor.
+type TensorReport struct {
+	Index, Count int
+	Name         string
+	Shape        []uint64
+	SourceDType  readers.DType
+	Type         gguf.Type
+	Bytes        uint64
+}
+
+// Report summarises a conversion.
+type Report struct {
+	// Output is the file written (or that would be, in a dry run); the
+	// first shard of a split output.
+	Output string
+	// Outputs lists every file, one per shard.
+	Outputs []string
+	// FileType is general.file_type.
+	FileType gguf.FileType
+	Tensors  int
+	// Bytes is the size of the output files.
+	Bytes    int64
+	Duration time.Duration
+	// Plan lists the output tensors in file order.
+	Plan []TensorReport
+}
+
+// converterTypes are convert_hf_to_gguf.py's --outtype choices.
+var converterTypes = map[string]gguf.FileType{
+	"f32": gguf.FileTypeAllF32, "f16": gguf.FileTypeF16, "bf16": gguf.FileTypeBF16, "q8_0": gguf.FileTypeQ8_0,
+	"tq1_0": gguf.FileTypeTQ1_0, "tq2_0": gguf.FileTypeTQ2_0, "auto": gguf.FileTypeGuessed,
+}
+
+// job is an opened conversion.
+type job struct {
+	opts   Options
+	model  *hf.Model
+	h      arch.HParams
+	plugin arch.Model
+	ft     gguf.FileType
+	// target is set for a llama-quantize OutType.
+	target *mix.Target
+}
+
+func open(path string, opts Options) (*job, error) {
+	m, err := hf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	j := &job{opts: opts, model: m, h: arch.HParams(m.Config.Params)}
+	if j.plugin, err = arch.New(j.h, m.Root); err != nil {
+		m.Close()
+		return nil, err
+	}
+	outType := opts.OutType
+	if outType == "" {
+		outType = "auto"
+	}
+	if ft, ok := converterTypes[outType]; ok {
+		j.ft = ft
+		if ft == gguf.FileTypeGuessed {
+			j.ft = j.guessFileType()
+		}
+	} else {
+		t, err := mix.ParseTarget(outType)
+		if err != nil {
+			m.Close()
+			return nil, fmt.Errorf("convert: --outtype %q: not a converter type (f32, f16, bf16, q8_0, tq1_0, tq2_0, auto) nor %w", outType, err)
+		}
+		if t.Copy {
+			m.Close()
+			return nil, fmt.Errorf("convert: --outtype COPY has no meaning for a checkpoint")
+		}
+		j.target = &t
+		j.ft = gguf.FileTypeAllF32
+	}
+	return j, nil
+}
+
+// guessFileType is the "auto" rule: the first tensor of two or more
+// dimensions stored as BF16 or F16 decides; F16 otherwise.
+func (j *job) guessFileType() gguf.FileType {
+	for _, t := range j.model.Source.Tensors() {
+		if _, ok := j.plugin.Filter(t.Name); !ok || len(t.Shape) < 2 {
+			continue
+		}
+		switch t.DType {
+		case readers.BF16:
+			return gguf.FileTypeBF16
+		case readers.F16:
+			return gguf.FileTypeF16
+		}
+	}
+	return gguf.FileTypeF16
+}
+
+// Run converts the model at path (a folder, a weights file or a Hugging
+// Face cache entry).
+func Run(ctx context.Context, path string, opts Options) (*Report, error) {
+	start := time.Now()
+	j, err := open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer j.model.Close()
+	var tensors []Tensor
+	if !opts.VocabOnly {
+		if tensors, err = planTensors(j.plugin, j.model.Source, j.ft); err != nil {
+			return nil, fmt.Errorf("convert: %s: %w", j.model.Root, err)
+		}
+	}
+	meta, err := j.metadata(tensors)
+	if err != nil {
+		return nil, err
+	}
+	kvs, err := j.kvs(meta.KVs())
+	if err != nil {
+		return nil, err
+	}
+	out, err := j.outputPath(meta)
+	if err != nil {
+		return nil, err
+	}
+	var rep *Report
+	if j.target != nil && !opts.VocabOnly {
+		rep, err = j.runQuantized(ctx, kvs, tensors, out)
+	} else {
+		rep, err = j.write(ctx, kvs, tensors, out)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+// kvs is the output metadata in the converter's order: the architecture,
+// general.type, the authorship metadata, the hyperparameters (with
+// general.file_type), general.quantization_version, then the tokenizer.
+func (j *job) kvs(meta []gguf.KV) ([]gguf.KV, error) {
+	var l gguf.KVList
+	l.Set(gguf.KeyGeneralArchitecture, gguf.String(j.plugin.Arch()))
+	if e, ok := j.plugin.(interface{ EarlyKVs() []gguf.KV }); ok {
+		// Pairs the converter adds while it prepares the tensors.
+		l.Append(e.EarlyKVs()...)
+	}
+	l.Set(gguf.KeyGeneralType, gguf.String("model"))
+	l.Append(meta...)
+	params, err := j.plugin.Params(j.ft)
+	if err != nil {
+		return nil, fmt.Errorf("convert: %s: %w", j.model.Root, err)
+	}
+	l.Append(params...)
+	l.Set(gguf.KeyGeneralQuantizationVersion, gguf.Uint32(gguf.QuantizationVersion))
+	vocab, err := j.vocab()
+	if err != nil {
+		return nil, err
+	}
+	l.Append(vocab...)
+	return l.KVs(), nil
+}
+
+// write is the converter's own output: its tensor order and types, in one
+// file or in the shards the split options ask for.
+func (j *job) write(ctx context.Context, kvs []gguf.KV, tensors []Tensor, out string) (*Report, error) {
+	rep := &Report{FileType: j.ft, Tensors: len(tensors)}
+	var total int64
+	for i := range tensors {
+		t := &tensors[i]
+		rs, _ := t.Type.RowSize(uint64(t.Shape[len(t.Shape)-1]))
+		size := rs * uint64(t.Elements()/t.Shape[len(t.Shape)-1])
+		total += int64(size)
+		rep.Plan = append(rep.Plan, TensorReport{Index: i, Count: len(tensors), Name: t.Name, Shape: t.GGUFShape(),
+			SourceDType: sourceDType(t), Type: t.Type, Bytes: size})
+	}
+	sizes := make([]uint64, len(rep.Plan))
+	for i, r := range rep.Plan {
+		sizes[i] = r.Bytes
+	}
+	shardOf, nShards := splitShards(sizes, j.opts.SplitMaxTensors, j.opts.SplitMaxSize, j.opts.NoTensorFirstSplit)
+	rep.Outputs = shardNames(out, nShards)
+	rep.Output = rep.Outputs[0]
+	if j.opts.OnStart != nil {
+		j.opts.OnStart(len(tensors), total)
+	}
+	if j.opts.DryRun {
+		// Nothing touches the file system; the size is the tensor data's.
+		rep.Bytes = total
+		for _, r := range rep.Plan {
+			if j.opts.OnTensor != nil {
+				j.opts.OnTensor(r)
+			}
+		}
+		return rep, nil
+	}
+	ws := make([]*writer.Writer, nShards)
+	defer func() {
+		for _, w := range ws {
+			if w != nil {
+				w.Abort()
+			}
+		}
+	}()
+	for s := range ws {
+		// A vocabulary-only file is written by gguf-py's write_vocab, which
+		// writes no tensor-info section and so no padding after the header.
+		w, err := writer.Create(ctx, rep.Outputs[s], writer.Options{Overwrite: j.opts.Overwrite, OmitFinalPad: j.opts.VocabOnly})
+		if err != nil {
+			return nil, err
+		}
+		ws[s] = w
+		if s == 0 {
+			for _, kv := range kvs {
+				w.SetKV(kv.Key, kv.Value)
+			}
+		}
+		if nShards > 1 {
+			// gguf-py's add_shard_kv_data: every shard gets these, after
+			// the first shard's metadata.
+			w.SetKV(gguf.KeySplitNo, gguf.Uint16(uint16(s)))
+			w.SetKV(gguf.KeySplitCount, gguf.Uint16(uint16(nShards)))
+			w.SetKV(gguf.KeySplitTensorsCount, gguf.Int32(int32(len(tensors))))
+		}
+	}
+	for i := range tensors {
+		t := &tensors[i]
+		if err := ws[shardOf[i]].AddTensor(t.Name, t.Type, t.GGUFShape()); err != nil {
+			return nil, fmt.Errorf("convert: tensor %q: %w", t.Name, err)
+		}
+	}
+	for _, w := range ws {
+		if err := w.Start(); err != nil {
+			return nil, err
+		}
+		rep.Bytes += w.Size()
+	}
+	threads := j.opts.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(threads)
+	for i := range tensors {
+		t := &tensors[i]
+		w := ws[shardOf[i]]
+		g.Go(func() error {
+			if err := j.writeTensor(gctx, w, t); err != nil {
+				return fmt.Errorf("convert: tensor %q: %w", t.Name, err)
+			}
+			if j.opts.OnTensor != nil {
+				j.opts.OnTensor(rep.Plan[i])
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for s, w := range ws {
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		ws[s] = nil
+	}
+	return rep, nil
+}
+
+// splitShards is gguf-py's split rule (GGUFWriter.add_tensor_info): a
+// tensor starts a new shard when the current one is not empty and already
+// holds maxTensors tensors, or its bytes plus this tensor's would exceed
+// maxSize (0: no limit). With smallFirst the first shard holds no tensor.
+// It returns each tensor's shard and the number of shards.
+func splitShards(sizes []uint64, maxTensors int, maxSize int64, smallFirst bool) ([]int, int) {
+	shard, n, bytes := 0, 0, uint64(0)
+	if smallFirst {
+		shard = 1
+	}
+	out := make([]int, len(sizes))
+	for i, sz := range sizes {
+		if n > 0 && ((maxTensors > 0 && n >= maxTensors) || (maxSize > 0 && bytes+sz > uint64(maxSize))) {
+			shard, n, bytes = shard+1, 0, 0
+		}
+		out[i] = shard
+		n++
+		bytes += sz
+	}
+	return out, shard + 1
+}
+
+// shardNames is gguf-py's format_shard_names: one file keeps its name,
+// several are STEM-00001-of-0000N.gguf beside it.
+func shardNames(path string, n int) []string {
+	if n == 1 {
+		return []string{path}
+	}
+	stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	names := make([]string, n)
+	for i := range names {
+		names[i] = filepath.Join(filepath.Dir(path), fmt.Sprintf("%s-%05d-of-%05d.gguf", stem, i+1, n))
+	}
+	return names
+}
+
+func sourceDType(t *Tensor) readers.DType {
+	if len(t.Sources) == 0 {
+		return readers.F32
+	}
+	return t.Sources[0].DType
+}
+
+// chunkValues bounds the float32 values a streamed tensor holds at once.
+const chunkValues = 1 << 20
+
+// writeTensor computes, encodes and writes one tensor. A tensor that is a
+// source unchanged streams a bounded number of rows at a time; one with a
+// transform (a permutation, a stack of experts) is computed whole.
+func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) error {
+	cols := t.Shape[len(t.Shape)-1]
+	if t.Build != nil || len(t.Sources) != 1 {
+		data, err := j.values(ctx, t)
+		if err != nil {
+			return err
+		}
+		buf, err := encode(t.Type, data, cols)
+		if err != nil {
+			return err
+		}
+		return w.WriteTensor(t.Name, buf)
+	}
+	tw, err := w.TensorWriterAt(t.Name)
+	if err != nil {
+		return err
+	}
+	rows := t.Elements() / cols
+	rowSize, ok := t.Type.RowSize(uint64(cols))
+	if !ok {
+		return fmt.Errorf("row of %d values cannot be stored as %s", cols, t.Type)
+	}
+	step := max(1, chunkValues/cols)
+	vals := make([]float32, min(step, rows)*cols)
+	out := make([]byte, uint64(min(step, rows))*rowSize)
+	src := t.Sources[0].Source
+	for r := int64(0); r < rows; r += step {
+		n := min(step, rows-r)
+		v := vals[:n*cols]
+		if err := j.model.Source.ReadFloat32(ctx, src, v, int(r), int(n)); err != nil {
+			return err
+		}
+		b := out[:uint64(n)*rowSize]
+		if err := quantize.Encode(t.Type, b, v, int(cols), nil); err != nil {
+			return fmt.Errorf("rows %d…: %w", r, err)
+		}
+		if _, err := tw.WriteAt(b, r*int64(rowSize)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// values computes a tensor's float32 values from its sources.
+func (j *job) values(ctx context.Context, t *Tensor) ([]float32, error) {
+	if len(t.Sources) == 0 {
+		if int64(len(t.Data)) != t.Elements() {
+			return nil, fmt.Errorf("generated tensor has %d values for shape %v", len(t.Data), t.Shape)
+		}
+		return t.Data, nil
+	}
+	srcs := make([][]float32, len(t.Sources))
+	for i, s := range t.Sources {
+		n, err := readers.NumElements(s.Shape)
+		if err != nil {
+			return nil, err
+		}
+		rows, _ := readers.Rows(s.Shape)
+		srcs[i] = make([]float32, n)
+		if err := j.model.Source.ReadFloat32(ctx, s.Source, srcs[i], 0, int(rows)); err != nil {
+			return nil, err
+		}
+	}
+	if t.Build == nil {
+		if len(srcs) != 1 {
+			return nil, errors.New("several sources and no transform")
+		}
+		return srcs[0], nil
+	}
+	v, err := t.Build(srcs)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(v)) != t.Elements() {
+		return nil, fmt.Errorf("transform gave %d values for shape %v", len(v), t.Shape)
+	}
+	return v, nil
+}
+
+// encode stores float32 values as typ.
+func encode(typ gguf.Type, v []float32, ncols int64) ([]byte, error) {
+	rs, ok := typ.RowSize(uint64(ncols))
+	if !ok {
+		return nil, fmt.Errorf("row of %d values cannot be stored as %s", ncols, typ)
+	}
+	dst := make([]byte, rs*uint64(int64(len(v))/ncols))
+	if err := quantize.Encode(typ, dst, v, int(ncols), nil); err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// outputPath is the converter's file naming: a directory gets the naming
+// convention's name, a file name has {ftype} filled in.
+func (j *job) outputPath(meta *metadata.Metadata) (string, error) {
+	out := j.opts.OutFile
+	if out == "" {
+		out = j.model.Root
+	}
+	outputType := j.outputTypeName()
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		var name string
+		if j.opts.VocabOnly {
+			name = metadata.NamingConvention(meta.Name, meta.Basename, meta.Finetune, meta.Version, "", "", "vocab")
+		} else {
+			name = metadata.NamingConvention(meta.Name, meta.Basename, meta.Finetune, meta.Version, meta.SizeLabel, outputType, "")
+		}
+		return filepath.Join(out, name+".gguf"), nil
+	}
+	return filepath.Join(filepath.Dir(out), metadata.FillTemplatedFilename(filepath.Base(out), outputType)), nil
+}
+
+// outputTypeName is the encoding part of file names: the file type's name
+// after "MOSTLY_"/"ALL_" (Q8_0, BF16, F32), or the preset's name.
+func (j *job) outputTypeName() string {
+	switch {
+	case j.target == nil:
+		return j.ft.String()
+	case j.target.Preset != nil:
+		return strings.ToUpper(j.target.Preset.Name)
+	}
+	return j.target.Type.String()
+}

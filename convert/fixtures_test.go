@@ -1,0 +1,210 @@
+package convert
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
+)
+
+// The wave-1 fixtures in testdata/convert (see its README): small models
+// made with transformers from shrunken configs of real models, each with
+// the digests of llama.cpp's own conversions (expected-<outtype>.json).
+const fixtures = "../testdata/convert"
+
+type fixtureManifest struct {
+	Fixture     string            `json:"fixture"`
+	DirName     string            `json:"dir_name"`
+	Tokenizer   string            `json:"tokenizer"`
+	Overrides   []string          `json:"tokenizer_overrides"`
+	Files       map[string]string `json:"files"`
+	PyTorchCopy *struct {
+		File string `json:"file"`
+	} `json:"pytorch_copy"`
+}
+
+type fixtureExpected struct {
+	File struct {
+		Size   int64  `json:"size"`
+		SHA256 string `json:"sha256"`
+	} `json:"file"`
+	KV []struct {
+		Key    string          `json:"key"`
+		Type   string          `json:"type"`
+		Value  json.RawMessage `json:"value"`
+		SHA256 string          `json:"sha256"`
+	} `json:"kv"`
+	Tensors []struct {
+		Name   string   `json:"name"`
+		Type   string   `json:"type"`
+		Shape  []uint64 `json:"shape"`
+		SHA256 string   `json:"sha256"`
+	} `json:"tensors"`
+}
+
+// assemble builds the fixture's model folder as its manifest says: its
+// files, the shared tokenizer, the tokenizer overrides; with pytorch the
+// PyTorch copy of the weights instead of model.safetensors.
+func assemble(t *testing.T, dir string, m *fixtureManifest, pytorch bool) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), m.DirName)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cp := func(src, dst string) {
+		in, err := os.Open(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		o, err := os.Create(filepath.Join(out, dst))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(o, in); err != nil {
+			t.Fatal(err)
+		}
+		o.Close()
+	}
+	for f := range m.Files {
+		if strings.HasPrefix(f, "tokenizer-override/") {
+			continue
+		}
+		if pytorch && f == "model.safetensors" {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join(out, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cp(filepath.Join(dir, f), f)
+	}
+	if pytorch {
+		cp(filepath.Join(dir, m.PyTorchCopy.File), "pytorch_model.bin")
+	}
+	if m.Tokenizer != "" {
+		tdir := filepath.Join(fixtures, "tokenizers", m.Tokenizer)
+		ents, err := os.ReadDir(tdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			cp(filepath.Join(tdir, e.Name()), e.Name())
+		}
+	}
+	for f := range m.Files {
+		if name, ok := strings.CutPrefix(f, "tokenizer-override/"); ok {
+			cp(filepath.Join(dir, f), name)
+		}
+	}
+	return out
+}
+
+func TestFixtures(t *testing.T) {
+	mans, _ := filepath.Glob(filepath.Join(fixtures, "*", "manifest.json"))
+	if len(mans) == 0 {
+		t.Fatal("no fixtures")
+	}
+	for _, manPath := range mans {
+		dir := filepath.Dir(manPath)
+		var m fixtureManifest
+		b, err := os.ReadFile(manPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		exps, _ := filepath.Glob(filepath.Join(dir, "expected-*.json"))
+		for _, expPath := range exps {
+			outtype := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(expPath), "expected-"), ".json")
+			variants := []bool{false}
+			if m.PyTorchCopy != nil {
+				variants = append(variants, true)
+			}
+			for _, pt := range variants {
+				name := m.Fixture + "/" + outtype
+				if pt {
+					name += "/pytorch"
+				}
+				t.Run(name, func(t *testing.T) {
+					var exp fixtureExpected
+					b, err := os.ReadFile(expPath)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := json.Unmarshal(b, &exp); err != nil {
+						t.Fatal(err)
+					}
+					src := assemble(t, dir, &m, pt)
+					got := convertTo(t, src, Options{OutType: outtype, ModelName: m.Fixture})
+					data, err := os.ReadFile(got)
+					if err != nil {
+						t.Fatal(err)
+					}
+					h := sha256.Sum256(data)
+					if hex.EncodeToString(h[:]) == exp.File.SHA256 {
+						return
+					}
+					t.Fatalf("sha256 differs from llama.cpp's: %s", describeDiff(got, &exp))
+				})
+			}
+		}
+	}
+}
+
+// describeDiff names the first metadata key or tensor that differs from a
+// fixture's expectation.
+func describeDiff(path string, exp *fixtureExpected) string {
+	f, err := ggufread.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	for i, e := range exp.KV {
+		if i >= len(f.KVs) {
+			return fmt.Sprintf("missing key #%d %s", i, e.Key)
+		}
+		kv := f.KVs[i]
+		if kv.Key != e.Key {
+			return fmt.Sprintf("key #%d is %s, llama.cpp has %s", i, kv.Key, e.Key)
+		}
+		if e.SHA256 == "" {
+			if got, _ := json.Marshal(kv.Value.Any()); string(got) != string(e.Value) && !jsonNumbersEqual(got, e.Value) {
+				return fmt.Sprintf("%s = %s, llama.cpp %s", e.Key, got, e.Value)
+			}
+		}
+	}
+	if len(f.KVs) != len(exp.KV) {
+		return fmt.Sprintf("%d keys, llama.cpp %d (extra: %s)", len(f.KVs), len(exp.KV), f.KVs[len(exp.KV)].Key)
+	}
+	for i, e := range exp.Tensors {
+		if i >= len(f.Tensors) {
+			return fmt.Sprintf("missing tensor %s", e.Name)
+		}
+		ti := f.Tensors[i]
+		if ti.Name != e.Name || ti.Type.String() != e.Type || fmt.Sprint(ti.Shape) != fmt.Sprint(e.Shape) {
+			return fmt.Sprintf("tensor #%d %s %s %v, llama.cpp %s %s %v", i, ti.Name, ti.Type, ti.Shape, e.Name, e.Type, e.Shape)
+		}
+		d, _ := f.TensorData(ti.Name)
+		h := sha256.Sum256(d)
+		if hex.EncodeToString(h[:]) != e.SHA256 {
+			return fmt.Sprintf("tensor %s: data differs", ti.Name)
+		}
+	}
+	return "metadata values with digests differ (large arrays)"
+}
+
+func jsonNumbersEqual(a, b []byte) bool {
+	var x, y float64
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return float32(x) == float32(y)
+}

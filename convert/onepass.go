@@ -1,0 +1,159 @@
+package convert
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/quantize"
+	"github.com/ggufkit/ggufkit/requantize"
+)
+
+// runQuantized writes a llama-quantize preset or ggml type in one pass: the
+// conversion presents itself to requantize as the F32 GGUF it would have
+// written (same metadata, same tensors, computed on demand from the
+// source), so the output is, by construction, what `ggufkit quantize` makes
+// of the F32 conversion — same mix rules, same tensor order, same bytes —
+// without the intermediate file.
+func (j *job) runQuantized(ctx context.Context, kvs []gguf.KV, tensors []Tensor, out string) (*Report, error) {
+	m := &f32Model{ctx: ctx, j: j, kvs: kvs, byName: map[string]*Tensor{}}
+	var off uint64
+	for i := range tensors {
+		t := &tensors[i]
+		if t.Type != gguf.F32 {
+			// The F32 conversion keeps every tensor in F32.
+			return nil, fmt.Errorf("convert: tensor %q planned as %s in an F32 conversion", t.Name, t.Type)
+		}
+		size := uint64(t.Elements()) * 4
+		m.byName[t.Name] = t
+		m.tensors = append(m.tensors, requantize.InputTensor{
+			TensorInfo: gguf.TensorInfo{Name: t.Name, Type: gguf.F32, Shape: t.GGUFShape(), Offset: off},
+			Size:       size,
+		})
+		next, ok := gguf.AlignUp(off+size, 32)
+		if !ok {
+			return nil, fmt.Errorf("convert: model too large")
+		}
+		off = next
+	}
+	opts := j.opts.Quantize
+	opts.Target = *j.target
+	opts.Workers = j.opts.Threads
+	opts.Overwrite = j.opts.Overwrite
+	// Plan first (a dry run): the split rule and the progress total need
+	// each tensor's quantized size, in the output's order.
+	plan := opts
+	plan.DryRun, plan.OnTensor = true, nil
+	var names []string
+	var sizes []uint64
+	var total int64
+	plan.OnTensor = func(r requantize.TensorReport) {
+		names, sizes = append(names, r.Name), append(sizes, r.NewSize)
+		total += int64(r.NewSize)
+	}
+	if _, err := requantize.RunModel(ctx, m, j.model.Root, out, plan); err != nil {
+		return nil, err
+	}
+	shardOf, nShards := splitShards(sizes, j.opts.SplitMaxTensors, j.opts.SplitMaxSize, j.opts.NoTensorFirstSplit)
+	if nShards > 1 {
+		// Present the conversion as a split F32 model whose shards are the
+		// output's, in the planned order: requantize keeps the split.
+		pos := map[string]int{}
+		for i, n := range names {
+			pos[n] = i
+		}
+		for i := range m.tensors {
+			k := pos[m.tensors[i].Name]
+			m.tensors[i].Shard, m.tensors[i].Offset = shardOf[k], uint64(k)
+		}
+		m.shards = nShards
+		opts.KeepSplit = true
+	}
+	if j.opts.OnStart != nil {
+		j.opts.OnStart(len(tensors), total)
+	}
+	opts.DryRun = j.opts.DryRun
+	user := opts.OnTensor
+	rep := &Report{Tensors: len(tensors)}
+	opts.OnTensor = func(r requantize.TensorReport) {
+		tr := TensorReport{Index: r.Index, Count: r.Count, Name: r.Name, Shape: r.Shape, Type: r.NewType, Bytes: r.NewSize}
+		if t := m.byName[r.Name]; t != nil {
+			tr.SourceDType = sourceDType(t)
+		}
+		rep.Plan = append(rep.Plan, tr)
+		if user != nil {
+			user(r)
+		}
+		if j.opts.OnTensor != nil {
+			j.opts.OnTensor(tr)
+		}
+	}
+	qrep, err := requantize.RunModel(ctx, m, j.model.Root, out, opts)
+	if err != nil {
+		return nil, err
+	}
+	rep.Outputs = qrep.Outputs
+	if len(rep.Outputs) == 0 { // a dry run: the names requantize would use
+		rep.Outputs = []string{out}
+		if nShards > 1 {
+			rep.Outputs = rep.Outputs[:0]
+			for i := range nShards {
+				rep.Outputs = append(rep.Outputs, fmt.Sprintf("%s-%05d-of-%05d.gguf", strings.TrimSuffix(out, ".gguf"), i+1, nShards))
+			}
+		}
+	}
+	rep.Output = rep.Outputs[0]
+	if p := j.target.Preset; p != nil {
+		rep.FileType = p.FileType
+	} else {
+		rep.FileType = requantize.FileTypeFor(j.target.Type)
+	}
+	for _, r := range rep.Plan {
+		rep.Bytes += int64(r.Bytes)
+	}
+	return rep, nil
+}
+
+// f32Model is a conversion seen as its F32 GGUF (requantize.Model).
+type f32Model struct {
+	ctx     context.Context
+	j       *job
+	kvs     []gguf.KV
+	tensors []requantize.InputTensor
+	byName  map[string]*Tensor
+	// shards is the number of output shards (0 or 1: not split).
+	shards int
+}
+
+func (m *f32Model) KVs() []gguf.KV { return m.kvs }
+
+func (m *f32Model) KV(key string) (gguf.Value, bool) {
+	for _, kv := range m.kvs {
+		if kv.Key == key {
+			return kv.Value, true
+		}
+	}
+	return gguf.Value{}, false
+}
+
+func (m *f32Model) Alignment() int                       { return 32 }
+func (m *f32Model) Shards() int                          { return max(m.shards, 1) }
+func (m *f32Model) TensorList() []requantize.InputTensor { return m.tensors }
+
+// Data computes the tensor from the source and returns it as F32 bytes.
+func (m *f32Model) Data(t *requantize.InputTensor) ([]byte, error) {
+	ct, ok := m.byName[t.Name]
+	if !ok {
+		return nil, fmt.Errorf("no tensor %q", t.Name)
+	}
+	v, err := m.j.values(m.ctx, ct)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 4*len(v))
+	if err := quantize.Encode(gguf.F32, buf, v, len(v), nil); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}

@@ -1,0 +1,160 @@
+package convert
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ggufkit/ggufkit/arch"
+	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/readers"
+)
+
+// Tensor is one output tensor of a conversion: what to compute and the
+// type it is stored in.
+type Tensor struct {
+	arch.Output
+	// Type is the ggml type written.
+	Type gguf.Type
+	// Fallback is set when the requested type could not hold the tensor
+	// (row length not a multiple of its block) and F16 was used instead.
+	Fallback bool
+}
+
+// GGUFShape is the tensor's shape in ggml order (ne0 first).
+func (t *Tensor) GGUFShape() []uint64 {
+	s := make([]uint64, len(t.Shape))
+	for i, d := range t.Shape {
+		s[len(t.Shape)-1-i] = uint64(d)
+	}
+	return s
+}
+
+// Elements is the tensor's element count.
+func (t *Tensor) Elements() int64 {
+	n := int64(1)
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// skippedSuffixes are tensors the converter never writes.
+var skippedSuffixes = []string{".attention.masked_bias", ".attention.bias", ".rotary_emb.inv_freq"}
+
+// planTensors walks the checkpoint in the converter's order (generated
+// tensors first, then the source's tensors file by file, by name within a
+// safetensors file) through the plugin, and gives each output its type
+// (ModelBase.prepare_tensors).
+func planTensors(m arch.Model, src readers.Source, ft gguf.FileType) ([]Tensor, error) {
+	extra, err := m.Extra()
+	if err != nil {
+		return nil, err
+	}
+	var outs []arch.Output
+	outs = append(outs, extra...)
+	seen := map[string]int{}
+	var inputs []arch.Input
+	for _, t := range src.Tensors() {
+		name, ok := m.Filter(t.Name)
+		if !ok {
+			continue
+		}
+		in := arch.Input{Name: name, Source: t.Name, Shape: t.Shape, DType: t.DType}
+		// The converter keeps tensors in a dict: a name seen again keeps
+		// the first position and takes the later tensor.
+		if i, dup := seen[name]; dup {
+			inputs[i] = in
+			continue
+		}
+		seen[name] = len(inputs)
+		inputs = append(inputs, in)
+	}
+	for _, in := range inputs {
+		if hasAnySuffix(in.Name, skippedSuffixes) {
+			continue
+		}
+		o, err := m.Modify(in, arch.BlockID(in.Name))
+		if err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", in.Source, err)
+		}
+		outs = append(outs, o...)
+	}
+	if err := m.Finish(); err != nil {
+		return nil, err
+	}
+	tensors := make([]Tensor, 0, len(outs))
+	names := map[string]bool{}
+	for _, o := range outs {
+		if names[o.Name] {
+			return nil, fmt.Errorf("two source tensors map to %q", o.Name)
+		}
+		names[o.Name] = true
+		t := Tensor{Output: o}
+		t.Type, t.Fallback = tensorType(m, &t.Output, ft)
+		tensors = append(tensors, t)
+	}
+	return tensors, nil
+}
+
+func hasAnySuffix(s string, suffixes []string) bool {
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// f32Kinds are the tensors ModelBase.prepare_tensors always keeps in F32.
+var f32Kinds = []arch.Kind{"FFN_GATE_INP", "FFN_GATE_INP_SHEXP", "POS_EMBD", "TOKEN_TYPES", "SSM_CONV1D",
+	"SHORTCONV_CONV", "TIME_MIX_FIRST", "TIME_MIX_W1", "TIME_MIX_W2", "TIME_MIX_DECAY_W1", "TIME_MIX_DECAY_W2",
+	"TIME_MIX_LERP_FUSED", "POSNET_NORM1", "POSNET_NORM2", "V_ENC_EMBD_POS", "A_ENC_EMBD_POS",
+	"ALTUP_CORRECT_COEF", "ALTUP_PREDICT_COEF", "SSM_CONV1D_Q", "SSM_CONV1D_K", "SSM_CONV1D_V", "INDEXER_PROJ"}
+
+// ternaryF16Kinds are stored as F16 rather than TQ1_0/TQ2_0.
+var ternaryF16Kinds = []arch.Kind{"TOKEN_EMBD", "PER_LAYER_TOKEN_EMBD", "OUTPUT", "ALTUP_ROUTER", "LAUREL_L", "LAUREL_R"}
+
+// fileTypeTensorType is the tensor type of each convert_hf_to_gguf.py
+// --outtype.
+var fileTypeTensorType = map[gguf.FileType]gguf.Type{
+	gguf.FileTypeAllF32: gguf.F32,
+	gguf.FileTypeF16:    gguf.F16,
+	gguf.FileTypeBF16:   gguf.BF16,
+	gguf.FileTypeQ8_0:   gguf.Q8_0,
+	gguf.FileTypeTQ1_0:  gguf.TQ1_0,
+	gguf.FileTypeTQ2_0:  gguf.TQ2_0,
+}
+
+// tensorType is the type rule of ModelBase.prepare_tensors.
+func tensorType(m arch.Model, o *arch.Output, ft gguf.FileType) (gguf.Type, bool) {
+	nDims := len(o.Shape)
+	typ, forced := m.ForceType(o, nDims)
+	decided := forced
+	if nDims <= 1 || strings.HasSuffix(o.Name, "_norm.weight") {
+		typ, decided = gguf.F32, true
+	}
+	names := m.Names()
+	if !decided {
+		tail := o.Name[max(0, len(o.Name)-7):]
+		if tail != ".weight" && tail != ".lora_a" && tail != ".lora_b" || matchesAny(names, o, f32Kinds) {
+			typ, decided = gguf.F32, true
+		}
+	}
+	if !decided && (ft == gguf.FileTypeTQ1_0 || ft == gguf.FileTypeTQ2_0) && matchesAny(names, o, ternaryF16Kinds) {
+		typ, decided = gguf.F16, true
+	}
+	if !decided {
+		typ = fileTypeTensorType[ft]
+	}
+	// gguf-py's quantizers refuse rows that are not whole blocks; the
+	// converter then writes F16.
+	if bs := typ.BlockSize(); bs > 1 && len(o.Shape) > 0 && o.Shape[len(o.Shape)-1]%int64(bs) != 0 {
+		return gguf.F16, true
+	}
+	return typ, false
+}
+
+func matchesAny(names *arch.NameMap, o *arch.Output, kinds []arch.Kind) bool {
+	return slices.ContainsFunc(kinds, func(k arch.Kind) bool { return names.Matches(o.Name, k, o.Bid) })
+}
