@@ -492,7 +492,13 @@ func (j *job) outputPath(meta *metadata.Metadata) (string, error) {
 		out = j.model.Root
 	}
 	outputType := j.outputTypeName()
-	if st, err := os.Stat(out); err == nil && st.IsDir() {
+	if strings.HasSuffix(out, string(os.PathSeparator)) && !j.opts.DryRun {
+		// "out/" names a folder, made if it does not exist yet.
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return "", fmt.Errorf("convert: --outfile: %w", err)
+		}
+	}
+	if st, err := os.Stat(out); (err == nil && st.IsDir()) || strings.HasSuffix(out, string(os.PathSeparator)) {
 		var name string
 		if j.opts.VocabOnly {
 			name = metadata.NamingConvention(meta.Name, meta.Basename, meta.Finetune, meta.Version, "", "", "vocab")
