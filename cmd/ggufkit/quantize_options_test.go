@@ -433,3 +433,83 @@ func TestQuantizeSplit(t *testing.T) {
 		t.Errorf("%d tensors over the shards, want %d", total, len(ref.Tensors))
 	}
 }
+
+// TestQuantizeLlamaQuantizeOptions replays the command lines of
+// testdata/llama-quantize/options.json — options the reference folders do
+// not exercise (a legacy .dat imatrix, --include-weights, --exclude-weights,
+// --override-kv of every type, --prune-layers, --tensor-type, a numeric
+// type, COPY, requantizing, --keep-split of a real gguf-split set) — and
+// compares every output with llama-quantize's sha256, or expects the
+// failure llama-quantize had (leaving no file, where llama-quantize leaves
+// a partial one). The split cases read ../shared (GGUFKIT_SHARED).
+func TestQuantizeLlamaQuantizeOptions(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/llama-quantize/options.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cases []struct {
+			Name    string            `json:"name"`
+			Cwd     string            `json:"cwd"`
+			Args    []string          `json:"args"`
+			ExitOK  bool              `json:"exit_ok"`
+			Outputs map[string]string `json:"outputs"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	shared := os.Getenv("GGUFKIT_SHARED")
+	ran := 0
+	for _, c := range doc.Cases {
+		cwd, ok := strings.CutPrefix(c.Cwd, "$GGUFKIT_SHARED/")
+		switch {
+		case ok && shared == "":
+			continue
+		case ok:
+			cwd = filepath.Join(shared, cwd)
+		default:
+			cwd, err = filepath.Abs(filepath.Join("../..", c.Cwd))
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		ran++
+		t.Run(c.Name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"quantize"}
+			for _, a := range c.Args {
+				if a == "OUT" {
+					a = filepath.Join(dir, "out.gguf")
+				}
+				args = append(args, a)
+			}
+			t.Chdir(cwd)
+			_, errs, code := runCLI(t, args...)
+			if !c.ExitOK {
+				if code == 0 {
+					t.Fatal("llama-quantize refused this command, ggufkit ran it")
+				}
+				if left, _ := os.ReadDir(dir); len(left) != 0 {
+					t.Fatalf("a failed run left %d files", len(left))
+				}
+				return
+			}
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			for name, want := range c.Outputs {
+				path := filepath.Join(dir, strings.Replace(name, "OUT", "out", 1))
+				if name == "OUT" {
+					path = filepath.Join(dir, "out.gguf")
+				}
+				if got := fileSHA(t, path); got != want {
+					t.Errorf("%s: sha256 %s, llama-quantize %s", filepath.Base(path), got, want)
+				}
+			}
+		})
+	}
+	if ran < 13 {
+		t.Fatalf("only %d cases ran", ran)
+	}
+}
