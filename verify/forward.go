@@ -33,10 +33,12 @@ type ForwardResult struct {
 	// the top-1 threshold judges. A near-tie may flip in a correct file.
 	Decisive     int
 	Top1Decisive float64
-	// KLLimit and Top1Limit are the thresholds the GGUF's tensor types allow
-	// (see ForwardLimits); ExpectedError is the parameter-weighted relative
-	// error of those types.
-	KLLimit, Top1Limit, ExpectedError float64
+	// NoiseKL is the mean KL divergence between the reference and the
+	// reference with Gaussian noise of each tensor's measured RMSE added;
+	// MatrixError the RMS relative error of the matrices. They set KLLimit
+	// and Top1Limit (see KLMargin and Top1Factor).
+	NoiseKL, MatrixError float64
+	KLLimit, Top1Limit   float64
 	// Gaps are the reference's logit leads of its first over its second
 	// token, per position (they decide Decisive once the limits are known).
 	Gaps []float64
@@ -119,7 +121,44 @@ func (v *verifier) runForward(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("forward pass: %w", err)
 	}
-	return v.judgeForward(res)
+	if res.NoiseKL, err = v.noiseKL(ctx, rcfg, fopts, seq, refLogits); err != nil {
+		return fmt.Errorf("reference with noise: %w", err)
+	}
+	v.judgeForward(res)
+	return nil
+}
+
+// noiseKL runs the reference on seq with Gaussian noise of each tensor's
+// measured RMSE added to its weights and returns the mean KL divergence
+// from the reference's own logits. A tensor's noise never exceeds what its
+// type allows (Limit·RefRMS), so a wrong tensor does not widen the forward
+// pass's own limit: the forward check catches it on its own.
+func (v *verifier) noiseKL(ctx context.Context, cfg *forward.Config, fopts forward.Options, seq []int, refLogits [][]float32) (float64, error) {
+	sigma := make(map[string]float64, len(v.rep.Tensors))
+	for _, t := range v.rep.Tensors {
+		sigma[t.Name] = min(t.RMSE, t.Limit*t.RefRMS)
+	}
+	m, err := forward.Load(cfg, newNoisyWeights(newRefWeights(ctx, v.ref), sigma), fopts)
+	if err != nil {
+		return 0, err
+	}
+	s, err := m.NewSession(len(seq))
+	if err != nil {
+		return 0, err
+	}
+	logits, err := s.Eval(ctx, seq, true)
+	if err != nil {
+		return 0, err
+	}
+	n := min(len(logits), len(refLogits))
+	var sum float64
+	for i := 0; i < n; i++ {
+		sum += klDivergence(refLogits[i], logits[i])
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return sum / float64(n), nil
 }
 
 // compareTokenization fails when the reference's vocabulary tokenizes the

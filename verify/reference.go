@@ -3,6 +3,8 @@ package verify
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"sync"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -151,5 +153,52 @@ func (t *refTensor) ReadRows(r0, n int, dst []float32) error {
 		return fmt.Errorf("reference tensor %s: rows %d+%d out of range", t.name, r0, n)
 	}
 	copy(dst, t.data[r0*ne0:(r0+n)*ne0])
+	return nil
+}
+
+// noisyWeights serves weights with independent Gaussian noise of standard
+// deviation sigma[name] added to every value; the noise of a row depends
+// only on the tensor's name and the row, so any way of reading gives the
+// same model.
+type noisyWeights struct {
+	w     forward.Weights
+	sigma map[string]float64
+}
+
+func newNoisyWeights(w forward.Weights, sigma map[string]float64) *noisyWeights {
+	return &noisyWeights{w: w, sigma: sigma}
+}
+
+func (w *noisyWeights) Tensor(name string) (forward.Tensor, bool) {
+	t, ok := w.w.Tensor(name)
+	if !ok || w.sigma[name] == 0 {
+		return t, ok
+	}
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return &noisyTensor{Tensor: t, sigma: w.sigma[name], seed: h.Sum64()}, true
+}
+
+type noisyTensor struct {
+	forward.Tensor
+	sigma float64
+	seed  uint64
+}
+
+func (t *noisyTensor) ReadRows(r0, n int, dst []float32) error {
+	if err := t.Tensor.ReadRows(r0, n, dst); err != nil {
+		return err
+	}
+	ne0 := 1
+	if s := t.Shape(); len(s) > 0 {
+		ne0 = int(s[0])
+	}
+	for r := 0; r < n; r++ {
+		rng := rand.New(rand.NewPCG(t.seed, uint64(r0+r)))
+		row := dst[r*ne0 : (r+1)*ne0]
+		for i := range row {
+			row[i] += float32(t.sigma * rng.NormFloat64())
+		}
+	}
 	return nil
 }

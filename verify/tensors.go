@@ -21,6 +21,8 @@ type TensorResult struct {
 	// difference; Cosine the cosine similarity; RelError is RMSE over the
 	// reference's RMS (0 when both are zero, +Inf when only the reference is).
 	RMSE, MaxAbs, Cosine, RelError float64
+	// RefRMS is the reference's root-mean-square value.
+	RefRMS float64
 	// Limit is the largest RelError the tensor's type allows (TensorLimit).
 	Limit float64
 	OK    bool
@@ -49,6 +51,7 @@ func (s *errStats) result(name string, t gguf.Type, limit float64) TensorResult 
 	res := TensorResult{Name: name, Type: t, Elements: s.n, MaxAbs: s.maxAb, Limit: limit}
 	if s.n > 0 {
 		res.RMSE = math.Sqrt(s.d2 / float64(s.n))
+		res.RefRMS = math.Sqrt(s.r2 / float64(s.n))
 	}
 	switch {
 	case s.d2 == 0:

@@ -114,8 +114,8 @@ func TestQuantized(t *testing.T) {
 			if fw == nil {
 				t.Fatalf("no forward pass: %v", rep.Problems)
 			}
-			t.Logf("expected weight error %.4f: KL mean %.3g (limit %.3g) max %.3g, top-1 %.3f (decisive %.3f of %d, limit %.3f)",
-				fw.ExpectedError, fw.KLMean, fw.KLLimit, fw.KLMax, fw.Top1, fw.Top1Decisive, fw.Decisive, fw.Top1Limit)
+			t.Logf("matrix error %.4f: KL mean %.3g (limit %.3g) max %.3g, top-1 %.3f (decisive %.3f of %d, limit %.3f)",
+				fw.MatrixError, fw.KLMean, fw.KLLimit, fw.KLMax, fw.Top1, fw.Top1Decisive, fw.Decisive, fw.Top1Limit)
 			if !rep.OK {
 				t.Errorf("a correct file fails: %v", rep.Problems)
 			}
@@ -130,7 +130,7 @@ func TestQuantized(t *testing.T) {
 			}
 			// The KL of a lossy file is measured, not assumed: it must be
 			// above float32 noise and below its limit.
-			lossy := fw.ExpectedError > 1e-3
+			lossy := fw.MatrixError > 1e-3
 			if lossy && fw.KLMean < 1e-7 {
 				t.Errorf("KL mean %.3g of a lossy file is suspiciously small", fw.KLMean)
 			}

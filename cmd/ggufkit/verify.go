@@ -164,7 +164,8 @@ type verifyForwardJSON struct {
 	Top1Decisive     *jsonFloat `json:"top1_decisive,omitempty"`
 	Decisive         *int       `json:"decisive_positions,omitempty"`
 	Top1Limit        *jsonFloat `json:"top1_limit,omitempty"`
-	ExpectedError    *jsonFloat `json:"expected_error,omitempty"`
+	NoiseKL          *jsonFloat `json:"noise_kl,omitempty"`
+	MatrixError      *jsonFloat `json:"matrix_error,omitempty"`
 }
 
 type verifyJSON struct {
@@ -205,7 +206,7 @@ func writeVerifyJSON(w io.Writer, rep *verify.Report) error {
 			fj.KLMean, fj.KLMax, fj.Top1 = ptr(jsonFloat(fw.KLMean)), ptr(jsonFloat(fw.KLMax)), ptr(jsonFloat(fw.Top1))
 			fj.KLLimit, fj.Top1Limit = ptr(jsonFloat(fw.KLLimit)), ptr(jsonFloat(fw.Top1Limit))
 			fj.Top1Decisive, fj.Decisive = ptr(jsonFloat(fw.Top1Decisive)), ptr(fw.Decisive)
-			fj.ExpectedError = ptr(jsonFloat(fw.ExpectedError))
+			fj.NoiseKL, fj.MatrixError = ptr(jsonFloat(fw.NoiseKL)), ptr(jsonFloat(fw.MatrixError))
 		}
 		out.Forward = fj
 	}
@@ -253,10 +254,10 @@ func writeVerifyText(w io.Writer, path, source string, rep *verify.Report, took 
 	if fw := rep.Forward; fw != nil {
 		fmt.Fprintf(w, "\nforward: prompt of %d tokens %v\n", len(fw.PromptIDs), fw.PromptIDs)
 		if rep.HasReference && len(fw.KL) > 0 {
-			fmt.Fprintf(w, "  KL divergence over %d positions: mean %.4g, max %.4g (limit %.4g for an expected weight error of %.3g)\n",
-				len(fw.KL), fw.KLMean, fw.KLMax, fw.KLLimit, fw.ExpectedError)
-			fmt.Fprintf(w, "  top-1 agreement: %.3f; on the %d decisive positions %.3f (limit %.3f)\n",
-				fw.Top1, fw.Decisive, fw.Top1Decisive, fw.Top1Limit)
+			fmt.Fprintf(w, "  KL divergence over %d positions: mean %.4g, max %.4g (limit %.4g: %g × the %.3g of noise as large as the tensor errors)\n",
+				len(fw.KL), fw.KLMean, fw.KLMax, fw.KLLimit, verify.KLMargin, fw.NoiseKL)
+			fmt.Fprintf(w, "  top-1 agreement: %.3f; on the %d decisive positions %.3f (limit %.3f for a matrix error of %.3g)\n",
+				fw.Top1, fw.Decisive, fw.Top1Decisive, fw.Top1Limit, fw.MatrixError)
 		}
 		fmt.Fprintf(w, "  greedy:        %v\n                 %q\n", fw.GreedyIDs, fw.GreedyText)
 		if rep.HasReference {
