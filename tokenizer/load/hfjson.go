@@ -264,15 +264,19 @@ func (m *HFModel) parse(raw json.RawMessage, file string) error {
 // parseVocabObject reads a token → id object. Ids must be non-negative
 // ints below 2^31 (a GGUF token array index).
 func parseVocabObject(raw json.RawMessage, file, field string) (map[string]int, error) {
-	var vocab map[string]json.Number
+	// RawMessage, not json.Number: encoding/json would decode the string
+	// "0" into a json.Number, where Python sees a str.
+	var vocab map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	if err := dec.Decode(&vocab); err != nil {
 		return nil, errorf(ErrFormat, file, field, "want an object of token ids: %v", err)
 	}
+	if err := expectEOF(dec, file); err != nil {
+		return nil, err
+	}
 	out := make(map[string]int, len(vocab))
 	for tok, n := range vocab {
-		id, ok := pyInt(n)
+		id, ok := pyInt(json.Number(n))
 		if !ok || id < 0 || id > math.MaxInt32 {
 			return nil, errorf(ErrFormat, file, field, "token %q has id %s, want a token id", tok, n)
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -100,6 +101,11 @@ func convertCase(t testing.TB, c sourceCase) []gguf.KV {
 // memory), in file order.
 func tokenizerKVs(t testing.TB, path string) []gguf.KV {
 	t.Helper()
+	ggufCacheMu.Lock()
+	defer ggufCacheMu.Unlock()
+	if kvs, ok := ggufCache[path]; ok {
+		return kvs
+	}
 	var f *ggufread.File
 	var err error
 	if strings.HasSuffix(path, ".bz2") {
@@ -118,8 +124,16 @@ func tokenizerKVs(t testing.TB, path string) []gguf.KV {
 			out = append(out, kv)
 		}
 	}
+	ggufCache[path] = out
 	return out
 }
+
+// ggufCache keeps the tokenizer KVs of the GGUFs read (tests only read
+// them), so that each compressed file is decompressed once.
+var (
+	ggufCacheMu sync.Mutex
+	ggufCache   = map[string][]gguf.KV{}
+)
 
 // converterKV is one KV of testdata/converter.json, what llama.cpp's
 // converter wrote for a case (see gen/convert_vocab.py).

@@ -30,8 +30,8 @@ func decodeJSON(data []byte, file string) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, jsonError(file, err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, &FileError{File: file, Offset: dec.InputOffset(), Msg: "extra data after the JSON value", Err: ErrFormat}
+	if err := expectEOF(dec, file); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
@@ -87,7 +87,22 @@ func objectMembers(raw json.RawMessage, file, field string) ([]member, error) {
 		index[key] = len(out)
 		out = append(out, member{key, v})
 	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, jsonError(file, err)
+	}
+	if err := expectEOF(dec, file); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// expectEOF refuses data after the JSON value, as Python's json.loads does
+// ("Extra data").
+func expectEOF(dec *json.Decoder, file string) error {
+	if _, err := dec.Token(); err != io.EOF {
+		return &FileError{File: file, Offset: dec.InputOffset(), Msg: "extra data after the JSON value", Err: ErrFormat}
+	}
+	return nil
 }
 
 // jsonKind names the JSON type of raw for error messages.
