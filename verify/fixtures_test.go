@@ -1,0 +1,115 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/convert"
+)
+
+const fixtures = "../testdata/convert"
+
+// assembleFixture lays out a testdata/convert fixture as a Hugging Face
+// folder, as its manifest's "assemble" says.
+func assembleFixture(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	var m struct {
+		Tokenizer string            `json:"tokenizer"`
+		Files     map[string]string `json:"files"`
+	}
+	raw, err := os.ReadFile(filepath.Join(fixtures, name, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	cp := func(src, dst string) {
+		t.Helper()
+		in, err := os.Open(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.Create(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		if _, err := io.Copy(out, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var overrides []string
+	for f := range m.Files {
+		if strings.HasPrefix(f, "tokenizer-override/") {
+			overrides = append(overrides, f)
+			continue
+		}
+		cp(filepath.Join(fixtures, name, f), filepath.Join(dir, f))
+	}
+	if m.Tokenizer != "" {
+		ents, err := os.ReadDir(filepath.Join(fixtures, "tokenizers", m.Tokenizer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			cp(filepath.Join(fixtures, "tokenizers", m.Tokenizer, e.Name()), filepath.Join(dir, e.Name()))
+		}
+	}
+	for _, f := range overrides {
+		cp(filepath.Join(fixtures, name, f), filepath.Join(dir, strings.TrimPrefix(f, "tokenizer-override/")))
+	}
+	return dir
+}
+
+func convertTo(t *testing.T, dir, outType string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(dir)+"-"+outType+".gguf")
+	if _, err := convert.Run(context.Background(), dir, convert.Options{OutType: outType, OutFile: out, Threads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestFixtures verifies ggufkit's own conversions of the convert issue's
+// fixtures, on another prompt than stories260K's: the F32 file passes the
+// structural checks alone, and its Q8_0 conversion passes against it.
+func TestFixtures(t *testing.T) {
+	tests := []struct {
+		fixture, prompt string
+	}{
+		{"llama3tied", "The cat sat on the mat."},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fixture, func(t *testing.T) {
+			dir := assembleFixture(t, tc.fixture)
+			f32 := open(t, convertTo(t, dir, "f32"))
+			opts := Options{Prompt: tc.prompt, NPredict: 8}
+			alone := run(t, f32, nil, opts)
+			if !alone.OK || alone.Forward == nil || len(alone.Forward.GreedyIDs) != 8 {
+				t.Fatalf("F32 alone: OK %v, problems %v, forward %+v", alone.OK, alone.Problems, alone.Forward)
+			}
+			q8 := open(t, convertTo(t, dir, "q8_0"))
+			rep := run(t, q8, GGUFReference(f32), opts)
+			fw := rep.Forward
+			if fw == nil {
+				t.Fatalf("no forward pass: %v", rep.Problems)
+			}
+			t.Logf("%d prompt tokens; Q8_0 vs F32: KL mean %.3g (limit %.3g), top-1 %.3f (decisive %.3f of %d)",
+				len(fw.PromptIDs), fw.KLMean, fw.KLLimit, fw.Top1, fw.Top1Decisive, fw.Decisive)
+			if !rep.OK {
+				t.Errorf("Q8_0 conversion fails against F32: %v", rep.Problems)
+			}
+		})
+	}
+}

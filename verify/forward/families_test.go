@@ -1,0 +1,179 @@
+package forward
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/convert"
+	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
+)
+
+const fixtures = "../../testdata/convert"
+
+// assembleFixture lays out a testdata/convert fixture as a Hugging Face
+// folder in dir, as its manifest's "assemble" says: its files, then its
+// tokenizer's, then the tokenizer overrides.
+func assembleFixture(t *testing.T, name, dir string) {
+	t.Helper()
+	var m struct {
+		Tokenizer string            `json:"tokenizer"`
+		Files     map[string]string `json:"files"`
+	}
+	raw, err := os.ReadFile(filepath.Join(fixtures, name, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	cp := func(src, dst string) {
+		t.Helper()
+		in, err := os.Open(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.Create(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		if _, err := io.Copy(out, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for f := range m.Files {
+		if !strings.HasPrefix(f, "tokenizer-override/") {
+			cp(filepath.Join(fixtures, name, f), filepath.Join(dir, f))
+		}
+	}
+	if m.Tokenizer != "" {
+		ents, err := os.ReadDir(filepath.Join(fixtures, "tokenizers", m.Tokenizer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			cp(filepath.Join(fixtures, "tokenizers", m.Tokenizer, e.Name()), filepath.Join(dir, e.Name()))
+		}
+	}
+	for f := range m.Files {
+		if base, ok := strings.CutPrefix(f, "tokenizer-override/"); ok {
+			cp(filepath.Join(fixtures, name, f), filepath.Join(dir, base))
+		}
+	}
+}
+
+// transformersLogits is a fixture's logits.json and logits.f32:
+// transformers' float32 forward pass of its prompt.
+type transformersLogits struct {
+	PromptIDs []int  `json:"prompt_ids"`
+	Positions []int  `json:"positions"`
+	Shape     [2]int `json:"shape"`
+	logits    [][]float32
+}
+
+func readTransformersLogits(t *testing.T, name string) *transformersLogits {
+	t.Helper()
+	var l transformersLogits
+	raw, err := os.ReadFile(filepath.Join(fixtures, name, "logits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &l); err != nil {
+		t.Fatal(err)
+	}
+	raw, err = os.ReadFile(filepath.Join(fixtures, name, "logits.f32"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) != 4*l.Shape[0]*l.Shape[1] || len(l.Positions) != l.Shape[0] {
+		t.Fatalf("%s: %d bytes of logits for shape %v", name, len(raw), l.Shape)
+	}
+	l.logits = rows(l.Shape[0], l.Shape[1])
+	for i := range l.logits {
+		for j := range l.logits[i] {
+			l.logits[i][j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*l.Shape[1]+j):]))
+		}
+	}
+	return &l
+}
+
+// convertFixture converts a fixture to an F32 GGUF with the converter.
+func convertFixture(t *testing.T, name string) *ggufread.File {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	assembleFixture(t, name, dir)
+	out := filepath.Join(t.TempDir(), name+".gguf")
+	if _, err := convert.Run(context.Background(), dir, convert.Options{OutType: "f32", OutFile: out, Threads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ggufread.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// TestFamilies runs the architectures of this package on the fixtures of
+// the convert issue (tiny random checkpoints of the real layouts), converted
+// by ggufkit, and compares the logits with transformers'.
+func TestFamilies(t *testing.T) {
+	tests := []struct {
+		fixture string
+		arch    string
+		maxRel  float64
+	}{
+		// llama 3 RoPE scaling (rope_freqs.weight), GQA, tied embeddings.
+		{"llama3tied", "llama", 1e-6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fixture, func(t *testing.T) {
+			want := readTransformersLogits(t, tc.fixture)
+			f := convertFixture(t, tc.fixture)
+			cfg, err := ParseConfig(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Arch != tc.arch {
+				t.Fatalf("architecture %s, want %s", cfg.Arch, tc.arch)
+			}
+			m, err := Load(cfg, GGUFWeights(f), Options{Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := m.NewSession(len(want.PromptIDs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			logits, err := s.Eval(context.Background(), want.PromptIDs, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([][]float32, len(want.Positions))
+			for i, p := range want.Positions {
+				got[i] = logits[p]
+			}
+			rel := relDiff(want.logits, got)
+			t.Logf("max relative difference from transformers %.3g", rel)
+			if rel > tc.maxRel {
+				t.Errorf("logits differ from transformers' by %.3g relative (limit %.3g)", rel, tc.maxRel)
+			}
+			for i := range got {
+				if Argmax(got[i]) != Argmax(want.logits[i]) {
+					t.Errorf("position %d: argmax %d, transformers %d", want.Positions[i], Argmax(got[i]), Argmax(want.logits[i]))
+				}
+			}
+		})
+	}
+}
