@@ -64,15 +64,17 @@ func llamacppOverrides(t *testing.T) map[string]map[string]string {
 	return m
 }
 
-// TestSharedVectors checks the (text, ids) vectors made by sentencepiece,
-// tokenizers, transformers and tiktoken, and torchtune's expected ids, on
-// the vocabularies at hand. llama.cpp is the truth: where it disagrees with
-// the library, the expectation is llama.cpp's output (made by
+// TestVectors checks the (text, ids) vectors made by sentencepiece,
+// tokenizers, transformers and tiktoken, and torchtune's expected ids
+// (testdata/vectors, copies of shared/data/tokenizer-vectors and
+// shared/data/torchtune/tests-with-expected-ids), on the vocabularies at
+// hand. llama.cpp is the truth: where it disagrees with the library, the
+// expectation is llama.cpp's output (made by
 // testdata/gen/make_vector_golden.py); everywhere else it is the vector.
-func TestSharedVectors(t *testing.T) {
-	dir := sharedDir(t)
+func TestVectors(t *testing.T) {
+	const dir = "testdata/vectors"
 	overrides := llamacppOverrides(t)
-	files, err := filepath.Glob(filepath.Join(dir, "data/tokenizer-vectors/*__*.json"))
+	files, err := filepath.Glob(filepath.Join(dir, "*__*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func TestSharedVectors(t *testing.T) {
 		})
 	}
 	t.Run("torchtune", func(t *testing.T) {
-		b, err := os.ReadFile(filepath.Join(dir, "data/torchtune/tests-with-expected-ids/torchtune_tokenizer_cases.json"))
+		b, err := os.ReadFile(filepath.Join(dir, "torchtune_tokenizer_cases.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
