@@ -36,12 +36,12 @@ func verifyCommand() *cli.Command {
 		ArgsUsage: "OUT.gguf\n\n" +
 			"Without --source: the structural checks (metadata llama.cpp needs, tensor set and shapes,\n" +
 			"finite values, tokenizer) and the greedy continuation of the prompt; the verdict reflects the\n" +
-			"structural checks only. With --source REF.gguf (e.g. the F32 conversion of the same model):\n" +
-			"every tensor and key against REF, and KL divergence / top-1 agreement of the two forward passes\n" +
-			"within limits derived from OUT's tensor types.\n" +
+			"structural checks only. With --source (a GGUF such as the F32 conversion of the same model, or\n" +
+			"the checkpoint folder or file OUT was converted from): every tensor and key against it, and the\n" +
+			"KL divergence / top-1 agreement of the two forward passes, within limits measured on the model.\n" +
 			"Exit status: 0 pass, 1 fail, 2 could not run.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "source", Usage: "reference `PATH`: a GGUF file (a checkpoint folder is refused until it can be mapped through the conversion plan)"},
+			&cli.StringFlag{Name: "source", Usage: "reference `PATH`: a GGUF file, or the checkpoint OUT was converted from (mapped through the converter's plan via a temporary F32 GGUF)"},
 			&cli.StringFlag{Name: "prompt", Value: verify.DefaultPrompt, Usage: "`TEXT` of the forward pass, tokenized with OUT's vocabulary"},
 			&cli.IntFlag{Name: "n-predict", Value: verify.DefaultNPredict, Usage: "greedy tokens to generate (`N` ≥ 0)"},
 			&cli.IntFlag{Name: "threads", Usage: "goroutines for decoding and matrix products (`N`, 0: all CPUs)"},
@@ -68,7 +68,7 @@ func runVerify(c *cli.Context) error {
 	var ref verify.Reference
 	source := c.String("source")
 	if source != "" {
-		r, closeRef, err := openReference(source)
+		r, closeRef, err := openReference(c, source)
 		if err != nil {
 			return cannot(err)
 		}
@@ -105,26 +105,26 @@ func runVerify(c *cli.Context) error {
 	return nil
 }
 
-// openReference opens --source. Only GGUF references exist so far; a
-// checkpoint needs the converter's plan to be mapped to GGUF tensors.
-func openReference(path string) (verify.Reference, func(), error) {
-	st, err := os.Stat(path)
+// openReference opens --source: a GGUF file as it is, anything else as a
+// checkpoint mapped through the converter's plan (converted to a temporary
+// F32 GGUF).
+func openReference(c *cli.Context, path string) (verify.Reference, func(), error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil, fmt.Errorf("--source: %w", err)
+	}
+	if isGGUF(path) {
+		f, err := ggufread.Open(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--source: %w", err)
+		}
+		return verify.GGUFReference(f), func() { f.Close() }, nil
+	}
+	ref, err := verify.OpenCheckpoint(c.Context, path, "", c.Int("threads"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("--source: %w", err)
 	}
-	if st.IsDir() || !isGGUF(path) {
-		return nil, nil, fmt.Errorf("--source %s: %w", path, errCheckpointReference)
-	}
-	f, err := ggufread.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--source: %w", err)
-	}
-	return verify.GGUFReference(f), func() { f.Close() }, nil
+	return ref, func() { ref.Close() }, nil
 }
-
-// errCheckpointReference: verify compares with a checkpoint only through the
-// conversion plan, which is not exposed to it yet.
-var errCheckpointReference = errors.New("not a GGUF file: comparing with a checkpoint is not available yet; convert it to F32 (ggufkit convert --outtype f32) and pass that GGUF")
 
 // jsonFloat prints a float64, with NaN and infinities (a relative error
 // against an all-zero reference) as null.

@@ -120,8 +120,11 @@ func TestVerifyCommand(t *testing.T) {
 		{"transposed matrix", []string{"verify", "--source", verifyF32, broken}, 1,
 			[]string{"blk.0.attn_output.weight  F32", "FAIL: ", "forward: mean KL divergence"}, "the file fails verification"},
 		{"no file", []string{"verify", "nonexistent.gguf"}, 2, nil, "nonexistent.gguf"},
-		{"checkpoint source", []string{"verify", "--source", "../../testdata/stories260K/source", verifyF32}, 2, nil,
-			"comparing with a checkpoint is not available yet"},
+		{"Q8_0 against its checkpoint", []string{"verify", "--source", "../../testdata/stories260K/source", "--n-predict", "4", verifyQ8_0}, 0,
+			[]string{"tensors: 47 compared, 0 over their type's limit", "PASS in"}, ""},
+		{"transposed matrix against its checkpoint", []string{"verify", "--source", "../../testdata/stories260K/source", "--n-predict", "4", broken}, 1,
+			[]string{"FAIL: "}, "the file fails verification"},
+		{"not a checkpoint", []string{"verify", "--source", "../../testdata/stories260K/README.md", verifyF32}, 2, nil, "--source: verify: converting the reference"},
 		{"no argument", []string{"verify"}, 2, nil, "expected one OUT.gguf"},
 		{"negative n-predict", []string{"verify", "--n-predict", "-1", verifyF32}, 2, nil, "must not be negative"},
 	}
