@@ -223,75 +223,7 @@ func TestConverterOutput(t *testing.T) {
 // listed one missing) fails.
 func TestVocabGGUF(t *testing.T) {
 	cases := readCases(t)
-	const vocab = "../testdata/vocab/"
-	tests := []struct {
-		name, gguf string
-		want       []string
-	}{
-		{"llama2-spm", "../../testdata/gguf/ggml-vocab-llama-spm.gguf", []string{
-			// The folder has no tokenizer_config.json / tokenizer.json to
-			// name the unknown token or the add flags.
-			"tokenizer.ggml.unknown_token_id: only llama.cpp (uint32(0))",
-			"tokenizer.ggml.add_bos_token: only llama.cpp (bool(true))",
-			"tokenizer.ggml.add_eos_token: only llama.cpp (bool(false))",
-		}},
-		{"llama2", "../../testdata/gguf/ggml-vocab-llama-spm.gguf", []string{
-			// The llama-spm file predates the converter's re-scoring and
-			// re-typing of tokenizer_config.json's added_tokens_decoder
-			// entries (what checks.json records for Phi-3), which the
-			// tiny-random-llama tokenizer_config.json here has.
-			"tokenizer.ggml.scores[0..2]: ours -1000, llama.cpp 0",
-			"tokenizer.ggml.token_type[0]: ours 3, llama.cpp 2",
-			// pad_token "<unk>" in this tokenizer_config.json.
-			"tokenizer.ggml.padding_token_id: only ours (uint32(0))",
-			// TemplateProcessing's pair template read by today's SpecialVocab.
-			"tokenizer.ggml.add_sep_token: only ours (bool(false))",
-		}},
-		{"llama2-hf", "../../testdata/gguf/ggml-vocab-llama-spm.gguf", []string{
-			// LlamaHfVocab scores every token -1000 and types the named
-			// special tokens CONTROL.
-			"tokenizer.ggml.tokens[31353]: ours \"\", llama.cpp \"\\u2028\"", // checks.json: the damaged tokenizer.json entry
-			"tokenizer.ggml.scores[0..31999]: 31999 differ (ours -1000)",     // one piece already scores -1000
-			"tokenizer.ggml.token_type[0]: ours 3, llama.cpp 2",
-			"tokenizer.ggml.padding_token_id: only ours (uint32(0))",
-			"tokenizer.ggml.add_sep_token: only ours (bool(false))",
-		}},
-		{"phi-3", vocab + "ggml-vocab-phi-3.gguf.bz2", []string{
-			// The older converter typed its [PAD{i}] fillers UNKNOWN (2);
-			// today's types them UNUSED (5).
-			"tokenizer.ggml.token_type[32011..32063]: ours 5, llama.cpp 2",
-			// shared/data/tokenizers/README.md: the GGUF was made from an
-			// older revision of Phi-3's tokenizer_config.json (add_bos_token
-			// true, another chat template).
-			"tokenizer.ggml.add_bos_token: ours bool(false), llama.cpp bool(true)",
-			"tokenizer.chat_template: differs",
-		}},
-		{"gpt2", vocab + "ggml-vocab-gpt-2.gguf.bz2", []string{
-			// Today's SpecialVocab sets both from the ByteLevel post-processor.
-			"tokenizer.ggml.add_bos_token: only ours (bool(false))",
-			"tokenizer.ggml.add_eos_token: only ours (bool(false))",
-		}},
-		{"gpt2-slow", vocab + "ggml-vocab-gpt-2.gguf.bz2", nil},
-		{"bert", vocab + "ggml-vocab-bert-bge.gguf.bz2", []string{
-			// When two entries of the converter's pre-tokenizer hash table
-			// match, the later one wins today; the older converter kept
-			// bert-bge.
-			"tokenizer.ggml.pre: ours string(jina-v2-en), llama.cpp string(bert-bge)",
-			// The older converter's phantom-space rule kept every "[...]"
-			// token as it is; today's keeps CONTROL tokens only, and the 994
-			// "[unusedN]" tokens of bert-base-uncased are NORMAL.
-			"tokenizer.ggml.tokens[1..998]: 994 differ (ours various)",
-			// bge-small-en-v1.5's tokenizer files name these tokens;
-			// bert-base-uncased's vocab.txt (checks.json: the same vocabulary)
-			// comes with no file that does.
-			"tokenizer.ggml.unknown_token_id: only llama.cpp (uint32(100))",
-			"tokenizer.ggml.seperator_token_id: only llama.cpp (uint32(102))",
-			"tokenizer.ggml.cls_token_id: only llama.cpp (uint32(101))",
-			"tokenizer.ggml.mask_token_id: only llama.cpp (uint32(103))",
-		}},
-		{"stories260K", "../../testdata/stories260K/gguf/stories260K-F32.gguf", nil},
-	}
-	for _, tt := range tests {
+	for _, tt := range vocabGGUFTests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, ok := cases[tt.name]
 			if !ok {
@@ -428,3 +360,87 @@ func diffValue(key string, a, b gguf.Value) []string {
 	}
 	return out
 }
+
+// vocabDir holds llama.cpp's vocab GGUFs, compressed (../testdata/README.md).
+const vocabDir = "../testdata/vocab/"
+
+// vocabGGUFTests are the cases of TestVocabGGUF: a case of
+// testdata/cases.json, the GGUF llama.cpp made from that tokenizer, and
+// every difference expected, with its reason.
+var vocabGGUFTests = []struct {
+	name, gguf string
+	want       []string
+}{
+	{"llama2-spm", "../../testdata/gguf/ggml-vocab-llama-spm.gguf", []string{
+		// The folder has no tokenizer_config.json / tokenizer.json to
+		// name the unknown token or the add flags.
+		"tokenizer.ggml.unknown_token_id: only llama.cpp (uint32(0))",
+		"tokenizer.ggml.add_bos_token: only llama.cpp (bool(true))",
+		"tokenizer.ggml.add_eos_token: only llama.cpp (bool(false))",
+	}},
+	{"llama2", "../../testdata/gguf/ggml-vocab-llama-spm.gguf", []string{
+		// The llama-spm file predates the converter's re-scoring and
+		// re-typing of tokenizer_config.json's added_tokens_decoder
+		// entries (what checks.json records for Phi-3), which the
+		// tiny-random-llama tokenizer_config.json here has.
+		"tokenizer.ggml.scores[0..2]: ours -1000, llama.cpp 0",
+		"tokenizer.ggml.token_type[0]: ours 3, llama.cpp 2",
+		// pad_token "<unk>" in this tokenizer_config.json.
+		"tokenizer.ggml.padding_token_id: only ours (uint32(0))",
+		// TemplateProcessing's pair template read by today's SpecialVocab.
+		"tokenizer.ggml.add_sep_token: only ours (bool(false))",
+	}},
+	{"llama2-hf", "../../testdata/gguf/ggml-vocab-llama-spm.gguf", []string{
+		// LlamaHfVocab scores every token -1000 and types the named
+		// special tokens CONTROL.
+		"tokenizer.ggml.tokens[31353]: ours \"\", llama.cpp \"\\u2028\"", // checks.json: the damaged tokenizer.json entry
+		"tokenizer.ggml.scores[0..31999]: 31999 differ (ours -1000)",     // one piece already scores -1000
+		"tokenizer.ggml.token_type[0]: ours 3, llama.cpp 2",
+		"tokenizer.ggml.padding_token_id: only ours (uint32(0))",
+		"tokenizer.ggml.add_sep_token: only ours (bool(false))",
+	}},
+	{"phi-3", vocabDir + "ggml-vocab-phi-3.gguf.bz2", []string{
+		// The older converter typed its [PAD{i}] fillers UNKNOWN (2);
+		// today's types them UNUSED (5).
+		"tokenizer.ggml.token_type[32011..32063]: ours 5, llama.cpp 2",
+		// shared/data/tokenizers/README.md: the GGUF was made from an
+		// older revision of Phi-3's tokenizer_config.json (add_bos_token
+		// true, another chat template).
+		"tokenizer.ggml.add_bos_token: ours bool(false), llama.cpp bool(true)",
+		"tokenizer.chat_template: differs",
+	}},
+	{"gpt2", vocabDir + "ggml-vocab-gpt-2.gguf.bz2", []string{
+		// Today's SpecialVocab sets both from the ByteLevel post-processor.
+		"tokenizer.ggml.add_bos_token: only ours (bool(false))",
+		"tokenizer.ggml.add_eos_token: only ours (bool(false))",
+	}},
+	{"gpt2-slow", vocabDir + "ggml-vocab-gpt-2.gguf.bz2", nil},
+	{"bert", vocabDir + "ggml-vocab-bert-bge.gguf.bz2", []string{
+		// When two entries of the converter's pre-tokenizer hash table
+		// match, the later one wins today; the older converter kept
+		// bert-bge.
+		"tokenizer.ggml.pre: ours string(jina-v2-en), llama.cpp string(bert-bge)",
+		// The older converter's phantom-space rule kept every "[...]"
+		// token as it is; today's keeps CONTROL tokens only, and the 994
+		// "[unusedN]" tokens of bert-base-uncased are NORMAL.
+		"tokenizer.ggml.tokens[1..998]: 994 differ (ours various)",
+		// bge-small-en-v1.5's tokenizer files name these tokens;
+		// bert-base-uncased's vocab.txt (checks.json: the same vocabulary)
+		// comes with no file that does.
+		"tokenizer.ggml.unknown_token_id: only llama.cpp (uint32(100))",
+		"tokenizer.ggml.seperator_token_id: only llama.cpp (uint32(102))",
+		"tokenizer.ggml.cls_token_id: only llama.cpp (uint32(101))",
+		"tokenizer.ggml.mask_token_id: only llama.cpp (uint32(103))",
+	}},
+	{"stories260K", "../../testdata/stories260K/gguf/stories260K-F32.gguf", nil},
+	{"torchtune-m", vocabDir + "ggml-vocab-torchtune-m.gguf", nil}, // made by the converter (../testdata/README.md)
+}
+
+// vocabGGUFWant is vocabGGUFTests by case name.
+var vocabGGUFWant = func() map[string][]string {
+	m := map[string][]string{}
+	for _, tt := range vocabGGUFTests {
+		m[tt.name] = tt.want
+	}
+	return m
+}()
