@@ -1,5 +1,7 @@
 package tokenizer
 
+import "strings"
+
 // symbol is llm_symbol: a span of the text in a doubly linked list; n = 0
 // once merged into its left neighbour.
 type symbol struct {
@@ -37,14 +39,76 @@ func (a spmBigram) before(b spmBigram) bool {
 	return a.score > b.score || a.score == b.score && a.left < b.left
 }
 
-// encodeSPM is llm_tokenizer_spm_session::tokenize (L115-239): merge the
-// adjacent pair whose union is the highest-scored token until none is left,
-// then emit each symbol's token or, failing that, its bytes. At equal
-// scores (the all-zero-score conversions) the leftmost pair wins, as in
-// llama.cpp; tokenizer.ggml.merges plays no part for SPM.
+// spmSpace is the escaped space SPM texts and tokens hold.
+const spmSpace = "\u2581"
+
+// spmCutSafe reports whether no token holds "▁" at a byte offset k > 0
+// unless its first k bytes end in "▁": then no token, hence no symbol of
+// the SPM merge (every merged symbol is a token), spans a point of the
+// text where a run of "▁" follows a symbol that does not end in "▁".
+func spmCutSafe(texts []string) bool {
+	for _, tx := range texts {
+		for k := 1; k < len(tx); k++ {
+			i := strings.Index(tx[k:], spmSpace)
+			if i < 0 {
+				break
+			}
+			k += i
+			if !strings.HasSuffix(tx[:k], spmSpace) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// spmScratch holds the buffers of SPM sessions run one after another.
+type spmScratch struct {
+	syms []symbol
+	q    heap[spmBigram]
+}
+
+// encodeSPM is llm_tokenizer_spm_session::tokenize (L115-239) on s.
+//
+// llama.cpp merges the whole fragment in one session, whose queue holds a
+// pair per character: for a long text the queue no longer fits in cache.
+// When the vocabulary allows it (Tokenizer.spmCut), s is cut before each
+// run of "▁" that follows a symbol not ending in "▁" (symbols as the whole
+// text splits them), and each piece gets its own session: no symbol can
+// span a cut, so no pair of the whole-text session crosses one, and each
+// piece's pairs pop in the same relative order (score, then position) as
+// in the whole session. The ids are the same; TestSPMCut checks it.
 func (t *Tokenizer) encodeSPM(s string, out []int) ([]int, error) {
-	syms := splitSymbols(s, nil)
-	var q heap[spmBigram]
+	var sc spmScratch
+	if !t.spmCut {
+		return t.spmSession(s, out, &sc)
+	}
+	var err error
+	start, prevSpace := 0, false
+	for off := 0; off < len(s); {
+		n := min(utf8Len(s[off]), len(s)-off)
+		if off > start && !prevSpace && strings.HasPrefix(s[off:], spmSpace) {
+			if out, err = t.spmSession(s[start:off], out, &sc); err != nil {
+				return nil, err
+			}
+			start = off
+		}
+		prevSpace = strings.HasSuffix(s[off:off+n], spmSpace)
+		off += n
+	}
+	return t.spmSession(s[start:], out, &sc)
+}
+
+// spmSession merges the adjacent pair whose union is the highest-scored
+// token until none is left, then emits each symbol's token or, failing
+// that, its bytes. At equal scores (the all-zero-score conversions) the
+// leftmost pair wins, as in llama.cpp; tokenizer.ggml.merges plays no part
+// for SPM.
+func (t *Tokenizer) spmSession(s string, out []int, sc *spmScratch) ([]int, error) {
+	syms := splitSymbols(s, sc.syms)
+	sc.syms = syms
+	q := &sc.q
+	q.items = q.items[:0]
 	add := func(l, r int) {
 		if l == -1 || r == -1 {
 			return

@@ -76,6 +76,9 @@ type Tokenizer struct {
 	wpm                           *trie // WordPiece: every token text
 	rwkv                          *trie
 	plamo                         *plamo2Model
+	// spmCut: no token holds "▁" after anything but "▁", so an SPM text
+	// can be merged in pieces cut before each run of "▁" (encodeSPM).
+	spmCut bool
 }
 
 // Options carries the values llama.cpp's vocabulary loader reads from
@@ -249,6 +252,7 @@ func NewWithOptions(v *Vocab, o Options) (*Tokenizer, error) {
 	if err := t.stripAttrs(v.Pre, o); err != nil {
 		return nil, err
 	}
+	t.spmCut = t.typ == typeSPM && spmCutSafe(t.texts)
 	return t, nil
 }
 
