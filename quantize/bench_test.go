@@ -15,7 +15,10 @@ import (
 // (64 MiB, a typical projection matrix), or 256×4096 with -short; the
 // environment variable GGUFKIT_BENCH_ROWS overrides the row count (e.g. 64
 // for a quick pass over the slow IQ types). MB/s is float32 input bytes
-// (Encode) or float32 output bytes (Decode) per second.
+// (Encode) or float32 output bytes (Decode) per second. On a machine shared
+// with other jobs wall time says little, so each benchmark also reports
+// MB/cpu-s: the same bytes per CPU-second of the whole process (all
+// workers), which for one worker is its speed on an idle core.
 //
 //	go test ./quantize -run '^$' -bench 'Encode/Q8_0/' -short
 //	GGUFKIT_BENCH_ROWS=64 go test ./quantize -run '^$' -bench .
@@ -111,11 +114,13 @@ func BenchmarkEncode(b *testing.B) {
 			dst := make([]byte, nrows*rowSize)
 			q := &Quantizer{Workers: c.workers}
 			b.SetBytes(int64(4 * len(src)))
+			cpu0 := cpuSeconds()
 			for b.Loop() {
 				if err := q.Encode(context.Background(), c.typ, dst, src, benchCols, imatrix); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu0, 4*len(src))
 		})
 	}
 }
@@ -142,11 +147,21 @@ func BenchmarkDecode(b *testing.B) {
 			}
 			q := &Quantizer{Workers: c.workers}
 			b.SetBytes(int64(4 * len(dst)))
+			cpu0 := cpuSeconds()
 			for b.Loop() {
 				if err := q.Decode(context.Background(), c.typ, dst, enc, benchCols); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu0, 4*len(dst))
 		})
+	}
+}
+
+// reportCPU adds the MB/cpu-s metric: bytes per iteration over the CPU time
+// used since cpu0 (the set-up before the loop is outside it).
+func reportCPU(b *testing.B, cpu0 float64, bytes int) {
+	if used := cpuSeconds() - cpu0; used > 0 {
+		b.ReportMetric(float64(bytes)*float64(b.N)/1e6/used, "MB/cpu-s")
 	}
 }

@@ -52,6 +52,34 @@ func TestCConversions(t *testing.T) {
 	}
 }
 
+// TestRoundHalfAway compares the branch-free fast rounding with C's roundf
+// (math.Round) where it can go wrong: at every half-integer below 2^22, the
+// two floats beside it, the integers and their neighbours, both signs, plus
+// every float in [0.25, 2] and a sparse sweep of the rest.
+func TestRoundHalfAway(t *testing.T) {
+	check := func(s float32) {
+		for _, v := range []float32{s, -s} {
+			if got, want := roundHalfAway(v), int32(math.Round(float64(v))); got != want {
+				t.Fatalf("roundHalfAway(%v) = %d, roundf gives %d", v, got, want)
+			}
+		}
+	}
+	next := func(x float32, dir float64) float32 { return float32(math.Nextafter32(x, float32(dir))) }
+	for n := range 1 << 22 {
+		for _, s := range []float32{float32(n), float32(n) + 0.5} {
+			check(s)
+			check(next(s, 0))
+			check(next(s, math.Inf(1)))
+		}
+	}
+	for b := math.Float32bits(0.25); b <= math.Float32bits(2); b++ {
+		check(math.Float32frombits(b))
+	}
+	for b := math.Float32bits(2); b < math.Float32bits(0x1p22); b += 997 {
+		check(math.Float32frombits(b))
+	}
+}
+
 // TestFloatCodecs checks the plain types value by value, in both directions.
 func TestFloatCodecs(t *testing.T) {
 	in := []float32{0, float32(math.Copysign(0, -1)), 1, -1.9, 1.9, 0.5, 127.9, 128, -129, 300, -300,
@@ -145,5 +173,29 @@ func TestF32KeepsBits(t *testing.T) {
 		if math.Float32bits(out[i]) != r {
 			t.Errorf("value %d: %#08x, want %#08x", i, math.Float32bits(out[i]), r)
 		}
+	}
+}
+
+// TestAbsMaxSigned: the value of largest magnitude, the first on ties, and
+// +0 when every value is a zero of either sign (ggml's max starts at 0.0f).
+func TestAbsMaxSigned(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	for _, tt := range []struct {
+		name string
+		x    []float32
+		want float32
+	}{
+		{"negative zeros", []float32{negZero, negZero}, 0},
+		{"mixed zeros", []float32{negZero, 0, negZero}, 0},
+		{"first of a tie", []float32{1, -2, 2, -1}, -2},
+		{"positive first", []float32{0.5, 3, -3}, 3},
+		{"subnormal", []float32{negZero, -1e-45, 1e-45}, -1e-45},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := absMaxSigned(tt.x)
+			if math.Float32bits(got) != math.Float32bits(tt.want) {
+				t.Fatalf("absMaxSigned(%v) = %v (%#x), want %v (%#x)", tt.x, got, math.Float32bits(got), tt.want, math.Float32bits(tt.want))
+			}
+		})
 	}
 }

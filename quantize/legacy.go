@@ -80,6 +80,17 @@ func encodeQ4_0(dst []byte, src, imatrix []float32) {
 				id = 1 / d
 			}
 			putHalf(y[0:], d)
+			if id <= math.MaxFloat32 {
+				// A finite id keeps |x·id| ≤ 8 (d is the block's extreme over
+				// -8), so x·id + 8.5 lies in [0, 17): the casts are plain
+				// truncations.
+				for j := range 16 {
+					x0 := min(15, int32(float32(x[j]*id)+8.5))
+					x1 := min(15, int32(float32(x[j+16]*id)+8.5))
+					y[2+j] = uint8(x0) | uint8(x1<<4)
+				}
+				continue
+			}
 			for j := range 16 {
 				// MIN(15, (int8_t)(x·id + 8.5f)): truncation, not rounding.
 				x0 := min(15, int32(int8(cTruncInt32(float32(x[j]*id)+8.5))))

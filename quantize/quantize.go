@@ -113,12 +113,35 @@ func checkShape(t gguf.Type, nvals, ndata, ncols int) (nrows, rowSize int, err e
 // infinite value of src (rows of ncols), as ggml_validate_row_data would
 // reject the tensor. rowOffset is added to the reported row number.
 func CheckFinite(src []float32, ncols, rowOffset int) error {
-	for i, x := range src {
-		if math.Float32bits(x)&0x7F800000 == 0x7F800000 { // all-ones exponent: Inf or NaN
-			return fmt.Errorf("%w: %v at row %d, column %d", ErrNonFinite, x, rowOffset+i/ncols, i%ncols)
-		}
+	if i := firstNonFinite(src); i >= 0 {
+		return fmt.Errorf("%w: %v at row %d, column %d", ErrNonFinite, src[i], rowOffset+i/ncols, i%ncols)
 	}
 	return nil
+}
+
+// firstNonFinite returns the index of the first NaN or infinity of src, or
+// -1. A value is non-finite when its exponent bits are all ones; adding
+// 1 to the exponent field then carries into bit 31, so OR-ing that sum over
+// a group of values tells without a branch per value whether the group
+// holds one, and only such a group is scanned value by value.
+func firstNonFinite(src []float32) int {
+	const group = 16
+	i := 0
+	for ; i+group <= len(src); i += group {
+		var acc uint32
+		for _, x := range src[i : i+group] {
+			acc |= math.Float32bits(x)&0x7F800000 + 0x00800000
+		}
+		if acc&0x80000000 != 0 {
+			break
+		}
+	}
+	for ; i < len(src); i++ {
+		if math.Float32bits(src[i])&0x7F800000 == 0x7F800000 {
+			return i
+		}
+	}
+	return -1
 }
 
 // Encode quantizes src, rows of ncols values, into dst as type t, with
@@ -126,10 +149,12 @@ func CheckFinite(src []float32, ncols, rowOffset int) error {
 // exactly the encoded rows. Non-finite input is refused. It runs on the
 // calling goroutine; Quantizer spreads the rows over workers.
 func Encode(t gguf.Type, dst []byte, src []float32, ncols int, imatrix []float32) error {
-	return encodeRows(t, dst, src, ncols, imatrix, 0)
+	return encodeRows(t, dst, src, ncols, imatrix, 0, false)
 }
 
-func encodeRows(t gguf.Type, dst []byte, src []float32, ncols int, imatrix []float32, rowOffset int) error {
+// encodeRows is Encode with rowOffset added to reported row numbers; finite
+// says the caller has already checked src for non-finite values.
+func encodeRows(t gguf.Type, dst []byte, src []float32, ncols int, imatrix []float32, rowOffset int, finite bool) error {
 	c, err := lookup(t)
 	if err != nil || c.encodeRow == nil {
 		return fmt.Errorf("%w: %s has no encoder", ErrUnsupported, t)
@@ -144,8 +169,10 @@ func encodeRows(t gguf.Type, dst []byte, src []float32, ncols int, imatrix []flo
 	if c.needsImatrix && imatrix == nil {
 		return fmt.Errorf("%w: %s", ErrNeedImatrix, t)
 	}
-	if err := CheckFinite(src, ncols, rowOffset); err != nil {
-		return err
+	if !finite {
+		if err := CheckFinite(src, ncols, rowOffset); err != nil {
+			return err
+		}
 	}
 	for r := 0; r < nrows; r++ {
 		c.encodeRow(dst[r*rowSize:(r+1)*rowSize], src[r*ncols:(r+1)*ncols], imatrix)

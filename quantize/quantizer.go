@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -165,10 +164,10 @@ func checkEncode(t gguf.Type, nvals, ncols int, imatrix []float32) (nrows, rowSi
 func (q *Quantizer) encodeChunk(t gguf.Type, out []byte, src []float32, ncols, rowSize int, imatrix []float32, r0 int) error {
 	nrows := len(src) / ncols
 	good := nrows
-	if i := slices.IndexFunc(src, notFinite); i >= 0 {
+	if i := firstNonFinite(src); i >= 0 {
 		good = i / ncols
 	}
-	if err := encodeRows(t, out[:good*rowSize], src[:good*ncols], ncols, imatrix, r0); err != nil {
+	if err := encodeRows(t, out[:good*rowSize], src[:good*ncols], ncols, imatrix, r0, true); err != nil {
 		return err
 	}
 	if q.validate() {
@@ -183,8 +182,6 @@ func (q *Quantizer) encodeChunk(t gguf.Type, out []byte, src []float32, ncols, r
 	}
 	return nil
 }
-
-func notFinite(x float32) bool { return math.Float32bits(x)&0x7F800000 == 0x7F800000 }
 
 // forChunks calls fn(worker, r0, r1) for every chunk of rows [r0, r1) of
 // nrows, on up to q.workers() goroutines; worker (0 ≤ worker < goroutines)

@@ -18,14 +18,21 @@ func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }
 // other floats the magnitude order is the integer order of the bits without
 // the sign, which is cheaper to compare.
 func absMaxSigned(x []float32) float32 {
+	// The largest magnitude first, without a branch per value, then the
+	// first value that has it.
 	var amax uint32
-	var maxv float32
 	for _, v := range x {
-		if a := math.Float32bits(v) &^ (1 << 31); a > amax {
-			amax, maxv = a, v
+		amax = max(amax, math.Float32bits(v)&^(1<<31))
+	}
+	if amax == 0 {
+		return 0 // all zeros: ggml's max stays at its initial +0
+	}
+	for _, v := range x {
+		if math.Float32bits(v)&^(1<<31) == amax {
+			return v
 		}
 	}
-	return maxv
+	return 0
 }
 
 // maxGroup is the longest group the searches take (ggml calls them on 16 or
