@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -472,6 +474,75 @@ func TestLlamaCppExtras(t *testing.T) {
 				if h := sha256.Sum256(data); hex.EncodeToString(h[:]) != f.SHA256 {
 					t.Errorf("%s: sha256 differs from llama.cpp's", f.File)
 				}
+			}
+		})
+	}
+}
+
+// TestPlanned: a planned conversion gives the F32 conversion's metadata,
+// tensor list and values, computed on demand (permuted Q/K, generated
+// rope_freqs, tied embeddings included).
+func TestPlanned(t *testing.T) {
+	for _, src := range []string{filepath.Join(stories, "source"), filepath.Join(fixtures, "llama3tied")} {
+		t.Run(filepath.Base(src), func(t *testing.T) {
+			opts := Options{ModelName: "m"}
+			if filepath.Base(src) == "llama3tied" {
+				// The fixture's folder lacks its tokenizer: assemble it.
+				var m fixtureManifest
+				b, err := os.ReadFile(filepath.Join(src, "manifest.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(b, &m); err != nil {
+					t.Fatal(err)
+				}
+				src = assemble(t, src, &m, false)
+			}
+			want := convertTo(t, src, Options{OutType: "f32", ModelName: "m"})
+			p, err := Plan(context.Background(), src, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			f, err := ggufread.Open(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if len(p.KVs()) != len(f.KVs) {
+				t.Fatalf("%d KVs, the F32 file %d", len(p.KVs()), len(f.KVs))
+			}
+			for i, kv := range p.KVs() {
+				if kv.Key != f.KVs[i].Key || !kv.Value.Equal(f.KVs[i].Value) {
+					t.Errorf("KV #%d %s differs", i, kv.Key)
+				}
+			}
+			pts := p.Tensors()
+			if len(pts) != len(f.Tensors) {
+				t.Fatalf("%d tensors, the F32 file %d", len(pts), len(f.Tensors))
+			}
+			for i, pt := range pts {
+				ti := f.Tensors[i]
+				if pt.Name != ti.Name || fmt.Sprint(pt.Shape) != fmt.Sprint(ti.Shape) {
+					t.Fatalf("tensor #%d %s %v, the F32 file %s %v", i, pt.Name, pt.Shape, ti.Name, ti.Shape)
+				}
+				n := uint64(1)
+				for _, d := range pt.Shape {
+					n *= d
+				}
+				dst := make([]float32, n)
+				if err := p.ReadFloat32(context.Background(), pt.Name, dst); err != nil {
+					t.Fatal(err)
+				}
+				raw, _ := f.TensorData(ti.Name)
+				for j, v := range dst {
+					if math.Float32bits(v) != binary.LittleEndian.Uint32(raw[4*j:]) {
+						t.Fatalf("%s[%d] = %g, the F32 file %g", pt.Name, j, v, math.Float32frombits(binary.LittleEndian.Uint32(raw[4*j:])))
+					}
+				}
+			}
+			if err := p.ReadFloat32(context.Background(), "no.such.tensor", nil); err == nil {
+				t.Error("an unknown tensor reads")
 			}
 		})
 	}

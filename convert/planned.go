@@ -1,0 +1,97 @@
+package convert
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ggufkit/ggufkit/gguf"
+)
+
+// Planned is a conversion planned but not written: the F32 GGUF that
+// `--outtype f32` would produce, its metadata and tensor list known, each
+// tensor's values computed from the source on demand through the
+// architecture plugin's transforms. The verifier uses it as the reference a
+// GGUF is compared with: the same plan as the converter's, without writing
+// a model-sized file.
+type Planned struct {
+	j       *job
+	kvs     []gguf.KV
+	tensors []Tensor
+	byName  map[string]*Tensor
+}
+
+// PlannedTensor is one tensor of a Planned conversion.
+type PlannedTensor struct {
+	Name string
+	// Shape in ggml order (ne0, the row length, first).
+	Shape []uint64
+}
+
+// Plan opens the model at path (as Run does) and plans its F32
+// conversion. opts.OutType is ignored; ModelName, MetadataFile and
+// TokenizerPre apply. Close releases the source.
+func Plan(ctx context.Context, path string, opts Options) (*Planned, error) {
+	opts.OutType = "f32"
+	j, err := open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	p := &Planned{j: j, byName: map[string]*Tensor{}}
+	if p.tensors, err = planTensors(j.plugin, j.model.Source, j.ft); err != nil {
+		j.model.Close()
+		return nil, fmt.Errorf("convert: %s: %w", j.model.Root, err)
+	}
+	meta, err := j.metadata(p.tensors)
+	if err == nil {
+		p.kvs, err = j.kvs(meta.KVs())
+	}
+	if err != nil {
+		j.model.Close()
+		return nil, err
+	}
+	for i := range p.tensors {
+		p.byName[p.tensors[i].Name] = &p.tensors[i]
+	}
+	return p, nil
+}
+
+// KVs is the metadata the F32 conversion would write, in its order.
+func (p *Planned) KVs() []gguf.KV { return p.kvs }
+
+// Tensors lists the output tensors in the converter's order.
+func (p *Planned) Tensors() []PlannedTensor {
+	out := make([]PlannedTensor, len(p.tensors))
+	for i := range p.tensors {
+		out[i] = PlannedTensor{Name: p.tensors[i].Name, Shape: p.tensors[i].GGUFShape()}
+	}
+	return out
+}
+
+// ReadFloat32 computes the named tensor from the source into dst, whose
+// length must be the tensor's element count. It is safe for concurrent use.
+func (p *Planned) ReadFloat32(ctx context.Context, name string, dst []float32) error {
+	t, ok := p.byName[name]
+	if !ok {
+		return fmt.Errorf("convert: %s: no tensor %q in the plan", p.j.model.Root, name)
+	}
+	if int64(len(dst)) != t.Elements() {
+		return fmt.Errorf("convert: tensor %q has %d values, buffer %d", name, t.Elements(), len(dst))
+	}
+	if t.Build == nil && len(t.Sources) == 1 {
+		// A source unchanged: straight into dst, no second buffer.
+		rows := t.Elements() / t.Shape[len(t.Shape)-1]
+		if err := p.j.model.Source.ReadFloat32(ctx, t.Sources[0].Source, dst, 0, int(rows)); err != nil {
+			return fmt.Errorf("convert: tensor %q: %w", name, err)
+		}
+		return nil
+	}
+	v, err := p.j.values(ctx, t)
+	if err != nil {
+		return fmt.Errorf("convert: tensor %q: %w", name, err)
+	}
+	copy(dst, v)
+	return nil
+}
+
+// Close releases the source checkpoint.
+func (p *Planned) Close() error { return p.j.model.Close() }
