@@ -313,3 +313,37 @@ func TestCannotRun(t *testing.T) {
 		t.Errorf("err = %v, want it to name the architecture", err)
 	}
 }
+
+// TestChunkedComparison compares a tensor larger than one chunk (chunkValues)
+// with a reference differing in one value of its second chunk, with 1 and 3
+// threads: the statistics see exactly that value.
+func TestChunkedComparison(t *testing.T) {
+	const cols, rows = 1024, chunkValues/1024 + 76
+	xs := make([]float32, cols*rows)
+	for i := range xs {
+		xs[i] = float32(i%97) / 97
+	}
+	big := func(xs []float32) *model {
+		m := loadModel(t, storiesF32)
+		ts := tensor{"blk.0.big.weight", gguf.F32, []uint64{cols, rows}, make([]byte, 4*len(xs))}
+		setF32s(&ts, xs)
+		m.tensors = append(m.tensors, ts)
+		return m
+	}
+	got := open(t, big(xs).write(t))
+	const at, delta = (rows-10)*cols + 5, 0.5
+	ys := slices.Clone(xs)
+	ys[at] += delta
+	ref := GGUFReference(open(t, big(ys).write(t)))
+	for _, threads := range []int{1, 3} {
+		rep := run(t, got, ref, Options{Threads: threads, SkipForward: true})
+		i := slices.IndexFunc(rep.Tensors, func(r TensorResult) bool { return r.Name == "blk.0.big.weight" })
+		if i < 0 {
+			t.Fatalf("%d threads: no comparison of the big tensor", threads)
+		}
+		r := rep.Tensors[i]
+		if r.Elements != cols*rows || r.MaxAbs != delta || math.Abs(r.RMSE-delta/math.Sqrt(cols*rows)) > 1e-12 || r.OK {
+			t.Errorf("%d threads: %+v", threads, r)
+		}
+	}
+}

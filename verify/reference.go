@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"sync"
 
 	"github.com/ggufkit/ggufkit/gguf"
 	"github.com/ggufkit/ggufkit/quantize"
@@ -16,21 +15,22 @@ import (
 
 // Reference is what a verification compares a GGUF against: the metadata and
 // tensors a correct conversion would have, under GGUF names, in GGUF (ggml)
-// element order, as float32.
+// element order, as float32, read a range of rows at a time so that memory
+// stays bounded whatever the model's size.
 //
-// A source checkpoint becomes a Reference through the conversion plan (each
-// GGUF tensor's source tensors with the plan's transform applied in float32);
-// a GGUF read back (GGUFReference) is one too, e.g. the F32 conversion
-// against which a quantized file is checked.
+// GGUFReference serves a GGUF read back (e.g. the F32 conversion against
+// which a quantized file is checked); OpenCheckpoint a source checkpoint
+// through the converter's plan.
 type Reference interface {
 	// KVs are the hyperparameter and tokenizer pairs the conversion should
 	// carry (general.* descriptive keys may be missing or differ).
 	KVs() []gguf.KV
 	// Tensors lists every tensor the conversion should hold.
 	Tensors() []RefTensor
-	// ReadTensor writes the named tensor's values into dst, whose length is
-	// the tensor's element count. It must be safe for concurrent use.
-	ReadTensor(ctx context.Context, name string, dst []float32) error
+	// ReadRows writes rows [row0, row0+nrows) of the named tensor (a row is
+	// Shape[0] values) into dst, whose length is nrows·Shape[0]. It must be
+	// safe for concurrent use.
+	ReadRows(ctx context.Context, name string, row0, nrows int, dst []float32) error
 }
 
 // RefTensor names a reference tensor and gives its shape in ggml order
@@ -38,15 +38,6 @@ type Reference interface {
 type RefTensor struct {
 	Name  string
 	Shape []uint64
-}
-
-// Elements is the product of the dimensions.
-func (t RefTensor) Elements() int64 {
-	n := int64(1)
-	for _, d := range t.Shape {
-		n *= int64(d)
-	}
-	return n
 }
 
 // GGUFReference makes a Reference of a GGUF: its metadata and its tensors
@@ -65,41 +56,51 @@ func (r ggufRef) Tensors() []RefTensor {
 	return out
 }
 
-func (r ggufRef) ReadTensor(ctx context.Context, name string, dst []float32) error {
+func (r ggufRef) ReadRows(ctx context.Context, name string, row0, nrows int, dst []float32) error {
 	info, ok := r.f.Tensor(name)
 	if !ok {
 		return fmt.Errorf("%s: no tensor %q", r.f.Name, name)
 	}
-	if n, _ := info.NumElements(); uint64(len(dst)) != n {
-		return fmt.Errorf("%s: tensor %s has %d elements, not %d", r.f.Name, name, n, len(dst))
-	}
-	data, err := r.f.TensorData(name)
-	if err != nil {
-		return err
-	}
-	ne0 := 1
-	if len(info.Shape) > 0 {
-		ne0 = int(info.Shape[0])
-	}
-	if err := quantize.Decode(info.Type, dst, data, ne0); err != nil {
-		return fmt.Errorf("%s: tensor %s: %w", r.f.Name, name, err)
+	if err := decodeRows(r.f, info, row0, nrows, dst); err != nil {
+		return fmt.Errorf("%s: %w", r.f.Name, err)
 	}
 	return ctx.Err()
 }
 
-// refWeights serves a Reference to the forward pass, reading each tensor
-// whole on first use and keeping it.
+// decodeRows decodes rows [row0, row0+nrows) of a GGUF tensor into dst
+// (exactly nrows·ne0 values).
+func decodeRows(f *ggufread.File, info *gguf.TensorInfo, row0, nrows int, dst []float32) error {
+	ne0 := 1
+	if len(info.Shape) > 0 {
+		ne0 = int(info.Shape[0])
+	}
+	rows := int(info.Rows())
+	if row0 < 0 || nrows < 0 || row0 > rows-nrows || len(dst) != nrows*ne0 {
+		return fmt.Errorf("tensor %s: rows %d+%d into %d values (%d rows of %d)", info.Name, row0, nrows, len(dst), rows, ne0)
+	}
+	rowSize, err := quantize.RowSize(info.Type, ne0)
+	if err != nil {
+		return fmt.Errorf("tensor %s: %w", info.Name, err)
+	}
+	data, err := f.TensorData(info.Name)
+	if err != nil {
+		return err
+	}
+	if err := quantize.Decode(info.Type, dst, data[row0*rowSize:(row0+nrows)*rowSize], ne0); err != nil {
+		return fmt.Errorf("tensor %s rows %d..%d: %w", info.Name, row0, row0+nrows, err)
+	}
+	return nil
+}
+
+// refWeights serves a Reference to the forward pass, row ranges read on use.
 type refWeights struct {
 	ctx    context.Context
 	ref    Reference
 	shapes map[string][]uint64
-
-	mu      sync.Mutex
-	tensors map[string]*refTensor
 }
 
 func newRefWeights(ctx context.Context, ref Reference) *refWeights {
-	w := &refWeights{ctx: ctx, ref: ref, shapes: map[string][]uint64{}, tensors: map[string]*refTensor{}}
+	w := &refWeights{ctx: ctx, ref: ref, shapes: map[string][]uint64{}}
 	for _, t := range ref.Tensors() {
 		w.shapes[t.Name] = t.Shape
 	}
@@ -111,23 +112,13 @@ func (w *refWeights) Tensor(name string) (forward.Tensor, bool) {
 	if !ok {
 		return nil, false
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	t := w.tensors[name]
-	if t == nil {
-		t = &refTensor{w: w, name: name, shape: shape}
-		w.tensors[name] = t
-	}
-	return t, true
+	return &refTensor{w: w, name: name, shape: shape}, true
 }
 
 type refTensor struct {
 	w     *refWeights
 	name  string
 	shape []uint64
-	once  sync.Once
-	data  []float32
-	err   error
 }
 
 func (t *refTensor) Shape() []int64 {
@@ -139,22 +130,14 @@ func (t *refTensor) Shape() []int64 {
 }
 
 func (t *refTensor) ReadRows(r0, n int, dst []float32) error {
-	t.once.Do(func() {
-		t.data = make([]float32, RefTensor{Shape: t.shape}.Elements())
-		t.err = t.w.ref.ReadTensor(t.w.ctx, t.name, t.data)
-	})
-	if t.err != nil {
-		return t.err
-	}
 	ne0 := 1
 	if len(t.shape) > 0 {
 		ne0 = int(t.shape[0])
 	}
-	if r0 < 0 || n < 0 || (r0+n)*ne0 > len(t.data) || len(dst) < n*ne0 {
-		return fmt.Errorf("reference tensor %s: rows %d+%d out of range", t.name, r0, n)
+	if n < 0 || len(dst) < n*ne0 {
+		return fmt.Errorf("reference tensor %s: %d rows into %d values", t.name, n, len(dst))
 	}
-	copy(dst, t.data[r0*ne0:(r0+n)*ne0])
-	return nil
+	return t.w.ref.ReadRows(t.w.ctx, t.name, r0, n, dst[:n*ne0])
 }
 
 // noisyWeights serves weights with independent Gaussian noise added to

@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/ggufkit/ggufkit/gguf"
-	"github.com/ggufkit/ggufkit/quantize"
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 )
 
@@ -73,30 +72,19 @@ func (s *errStats) result(name string, t gguf.Type, limit float64) TensorResult 
 	return res
 }
 
-// decodeTensor decodes a GGUF tensor into dst, rows split over threads.
-func decodeTensor(ctx context.Context, f *ggufread.File, info *gguf.TensorInfo, dst []float32, threads int) error {
-	data, err := f.TensorData(info.Name)
-	if err != nil {
-		return err
-	}
-	ne0 := 1
-	if len(info.Shape) > 0 {
-		ne0 = int(info.Shape[0])
-	}
-	rowSize, err := quantize.RowSize(info.Type, ne0)
-	if err != nil {
-		return fmt.Errorf("tensor %s: %w", info.Name, err)
-	}
-	rows := int(info.Rows())
-	const rowsPerTask = 256
-	tasks := (rows + rowsPerTask - 1) / rowsPerTask
+// chunkValues bounds the float32 values of one tensor held at a time (per
+// side of the comparison): 4 MiB each, whatever the tensor's size.
+const chunkValues = 1 << 20
+
+// decodeChunk decodes rows [row0, row0+nrows) of a GGUF tensor into dst,
+// split over threads.
+func decodeChunk(ctx context.Context, f *ggufread.File, info *gguf.TensorInfo, row0, nrows, ne0 int, dst []float32, threads int) error {
+	per := max(1, (nrows+threads-1)/threads)
+	tasks := (nrows + per - 1) / per
 	return parallelFor(ctx, threads, tasks, func(i int) error {
-		r0 := i * rowsPerTask
-		r1 := min(rows, r0+rowsPerTask)
-		if err := quantize.Decode(info.Type, dst[r0*ne0:r1*ne0], data[r0*rowSize:r1*rowSize], ne0); err != nil {
-			return fmt.Errorf("tensor %s rows %d..%d: %w", info.Name, r0, r1, err)
-		}
-		return nil
+		r0 := row0 + i*per
+		r1 := min(row0+nrows, r0+per)
+		return decodeRows(f, info, r0, r1-r0, dst[(r0-row0)*ne0:(r1-row0)*ne0])
 	})
 }
 
@@ -110,66 +98,45 @@ func firstNonFinite(xs []float32) int {
 	return -1
 }
 
-// checkTensors decodes every tensor of f, flags non-finite values and, with
-// a reference, compares each tensor with it.
+// checkTensors decodes every tensor of f, a bounded number of rows at a
+// time, flags non-finite values and, with a reference, compares each tensor
+// with it.
 func (v *verifier) checkTensors(ctx context.Context) error {
 	var refShapes map[string][]uint64
 	if v.ref != nil {
 		refShapes = map[string][]uint64{}
 		for _, t := range v.ref.Tensors() {
 			refShapes[t.Name] = t.Shape
-		}
-		for _, t := range v.ref.Tensors() {
 			if _, ok := v.f.Tensor(t.Name); !ok {
 				v.fail(CheckReference, t.Name, "tensor of the reference is missing from the GGUF")
 			}
 		}
 	}
-	var got, want []float32
 	for i := range v.f.Tensors {
 		info := &v.f.Tensors[i]
-		n, ok := info.NumElements()
-		if !ok || n > maxTensorElements {
-			v.fail(CheckValues, info.Name, fmt.Sprintf("%d elements is more than verify handles", n))
-			v.broken = true
-			continue
-		}
-		got = grow(got, int(n))
-		if err := decodeTensor(ctx, v.f, info, got, v.opts.threads()); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		compare := false
+		if v.ref != nil {
+			shape, ok := refShapes[info.Name]
+			switch {
+			case !ok:
+				v.fail(CheckReference, info.Name, "tensor is not in the reference")
+			case !sameShape(shape, info.Shape):
+				v.fail(CheckReference, info.Name, fmt.Sprintf("shape %v, reference %v", info.Shape, shape))
+			default:
+				compare = true
 			}
-			v.fail(CheckValues, info.Name, err.Error())
-			v.broken = true
-			continue
 		}
-		if j := firstNonFinite(got); j >= 0 {
-			v.fail(CheckValues, info.Name, fmt.Sprintf("non-finite value %v at element %d", got[j], j))
-			v.broken = true
-			continue
+		st, err := v.scanTensor(ctx, info, compare)
+		if err != nil {
+			return err
 		}
-		if v.ref == nil {
+		if st == nil || !compare {
 			continue
-		}
-		shape, ok := refShapes[info.Name]
-		if !ok {
-			v.fail(CheckReference, info.Name, "tensor is not in the reference")
-			continue
-		}
-		if !sameShape(shape, info.Shape) {
-			v.fail(CheckReference, info.Name, fmt.Sprintf("shape %v, reference %v", info.Shape, shape))
-			continue
-		}
-		want = grow(want, int(n))
-		if err := v.ref.ReadTensor(ctx, info.Name, want); err != nil {
-			return fmt.Errorf("reference tensor %s: %w", info.Name, err)
 		}
 		limit, err := TensorLimit(info.Type)
 		if err != nil {
 			return fmt.Errorf("tensor %s: %w", info.Name, err)
 		}
-		var st errStats
-		st.add(got, want)
 		res := st.result(info.Name, info.Type, limit)
 		if !res.OK {
 			v.fail(CheckReference, info.Name, fmt.Sprintf("relative error %.3g exceeds %.3g for %s (rmse %.3g, max abs %.3g, cosine %.6f)",
@@ -180,14 +147,53 @@ func (v *verifier) checkTensors(ctx context.Context) error {
 	return nil
 }
 
-// maxTensorElements bounds the float32 buffers of one tensor (16 GiB each).
-const maxTensorElements = 1 << 32
-
-func grow(buf []float32, n int) []float32 {
-	if cap(buf) < n {
-		return make([]float32, n)
+// scanTensor decodes one tensor chunk by chunk, checks its values are
+// finite and, with compare, accumulates its difference from the
+// reference. A tensor that does not decode or holds a non-finite value is
+// reported and gives nil statistics.
+func (v *verifier) scanTensor(ctx context.Context, info *gguf.TensorInfo, compare bool) (*errStats, error) {
+	if _, ok := info.NumElements(); !ok {
+		v.fail(CheckValues, info.Name, "element count overflows")
+		v.broken = true
+		return nil, nil
 	}
-	return buf[:n]
+	ne0 := 1
+	if len(info.Shape) > 0 {
+		ne0 = int(info.Shape[0])
+	}
+	rows := int(info.Rows())
+	per := max(1, chunkValues/max(1, ne0))
+	got := make([]float32, min(rows, per)*ne0)
+	var want []float32
+	if compare {
+		want = make([]float32, len(got))
+	}
+	st := &errStats{}
+	for r0 := 0; r0 < rows; r0 += per {
+		n := min(per, rows-r0)
+		g := got[:n*ne0]
+		if err := decodeChunk(ctx, v.f, info, r0, n, ne0, g, v.opts.threads()); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			v.fail(CheckValues, info.Name, err.Error())
+			v.broken = true
+			return nil, nil
+		}
+		if j := firstNonFinite(g); j >= 0 {
+			v.fail(CheckValues, info.Name, fmt.Sprintf("non-finite value %v at element %d", g[j], r0*ne0+j))
+			v.broken = true
+			return nil, nil
+		}
+		if compare {
+			w := want[:n*ne0]
+			if err := v.ref.ReadRows(ctx, info.Name, r0, n, w); err != nil {
+				return nil, fmt.Errorf("reference tensor %s: %w", info.Name, err)
+			}
+			st.add(g, w)
+		}
+	}
+	return st, nil
 }
 
 // sameShape compares ggml shapes, ignoring trailing 1s.
