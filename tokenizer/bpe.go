@@ -22,10 +22,11 @@ func (a bpeBigram) before(b bpeBigram) bool {
 
 // bpeSession holds the buffers of one encode call.
 type bpeSession struct {
-	t    *Tokenizer
-	syms []symbol
-	q    heap[bpeBigram]
-	key  []byte
+	t     *Tokenizer
+	syms  []symbol
+	q     heap[bpeBigram]
+	key   []byte
+	cache wordCache
 }
 
 // encodeBPE is llm_tokenizer_bpe_session::tokenize (L640-774): split s into
@@ -40,7 +41,7 @@ func (t *Tokenizer) encodeBPE(s string, out []int) ([]int, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrTokenize, err)
 	}
-	ss := &bpeSession{t: t}
+	ss := &bpeSession{t: t, cache: newWordCache(len(s))}
 	for _, w := range words {
 		if out, err = ss.word(w, out); err != nil {
 			return nil, err
@@ -49,16 +50,97 @@ func (t *Tokenizer) encodeBPE(s string, out []int) ([]int, error) {
 	return out, nil
 }
 
+// wordCache remembers the ids of the words (or cut pieces) of one long
+// text: their ids depend on nothing but their text, and prose repeats its
+// words. It is made per Encode call, so a Tokenizer stays immutable; only
+// texts of wordCacheMinText bytes or more use it, and it holds at most
+// wordCacheMax words of at most wordCacheMaxLen bytes.
+type wordCache struct {
+	on bool
+	m  map[string][]int
+}
+
+const (
+	wordCacheMinText = 4 << 10
+	wordCacheMaxLen  = 64
+	wordCacheMax     = 1 << 16
+)
+
+func newWordCache(textLen int) wordCache { return wordCache{on: textLen >= wordCacheMinText} }
+
+// encode appends the ids of w, from the cache or from enc.
+func (c *wordCache) encode(w string, out []int, enc func(string, []int) ([]int, error)) ([]int, error) {
+	if !c.on || len(w) > wordCacheMaxLen {
+		return enc(w, out)
+	}
+	if ids, ok := c.m[w]; ok {
+		return append(out, ids...), nil
+	}
+	n0 := len(out)
+	out, err := enc(w, out)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.m) < wordCacheMax {
+		if c.m == nil {
+			c.m = make(map[string][]int)
+		}
+		c.m[w] = append([]int(nil), out[n0:]...)
+	}
+	return out, nil
+}
+
+// cutBeforeSpaceRuns calls f on the pieces of s cut before each run of "▁"
+// whose preceding symbol (as splitSymbols cuts s) neither ends in "▁" nor
+// is in noCut.
+func cutBeforeSpaceRuns(s string, noCut map[string]bool, f func(piece string) error) error {
+	start, prev := 0, ""
+	for off := 0; off < len(s); {
+		n := min(utf8Len(s[off]), len(s)-off)
+		if off > start && strings.HasPrefix(s[off:], spmSpace) && !strings.HasSuffix(prev, spmSpace) && !noCut[prev] {
+			if err := f(s[start:off]); err != nil {
+				return err
+			}
+			start = off
+		}
+		prev = s[off : off+n]
+		off += n
+	}
+	return f(s[start:])
+}
+
+// word encodes one word of the pre-tokenizer. Words holding "▁" (Gemma 4,
+// whose words are whole lines) are merged in pieces cut before their runs
+// of "▁", for the reason encodeSPM gives, with Tokenizer.noCut made from
+// the texts merges make: no symbol can span a cut, and each piece's pairs
+// pop in the same relative order (rank, then position). TestSpaceCut
+// checks the ids are the same.
 func (ss *bpeSession) word(w string, out []int) ([]int, error) {
 	t := ss.t
-	ss.syms = ss.syms[:0]
-	ss.q.items = ss.q.items[:0]
 	if id, ok := t.ids[w]; ok && (t.pre.ignoreMerges || t.pre.typ == preGemma4 && strings.Trim(w, "\n") == "") {
 		// ignore_merges, and Gemma 4's runs of newlines (which are also
 		// taken whole when they are a token): the word is one symbol, which
 		// is its token.
 		return append(out, int(id)), nil
 	}
+	if t.noCut == nil || !strings.Contains(w, spmSpace) {
+		return ss.cache.encode(w, out, ss.merge)
+	}
+	err := cutBeforeSpaceRuns(w, t.noCut, func(p string) error {
+		var err error
+		out, err = ss.cache.encode(p, out, ss.merge)
+		return err
+	})
+	return out, err
+}
+
+// merge is the merge loop of llm_tokenizer_bpe_session::tokenize on one
+// word: join the pair of lowest merge rank (then leftmost) until none is
+// left, then emit each symbol's token or, failing that, its bytes' tokens.
+func (ss *bpeSession) merge(w string, out []int) ([]int, error) {
+	t := ss.t
+	ss.syms = ss.syms[:0]
+	ss.q.items = ss.q.items[:0]
 	ss.syms = splitSymbols(w, ss.syms)
 	for i := 1; i < len(ss.syms); i++ {
 		if err := ss.add(w, i-1, i); err != nil {

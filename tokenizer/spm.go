@@ -42,11 +42,14 @@ func (a spmBigram) before(b spmBigram) bool {
 // spmSpace is the escaped space SPM texts and tokens hold.
 const spmSpace = "\u2581"
 
-// spmCutSafe reports whether no token holds "▁" at a byte offset k > 0
-// unless its first k bytes end in "▁": then no token, hence no symbol of
-// the SPM merge (every merged symbol is a token), spans a point of the
-// text where a run of "▁" follows a symbol that does not end in "▁".
-func spmCutSafe(texts []string) bool {
+// noCutAfter returns the texts after which a run of "▁" must not be cut
+// off: every suffix of up to 4 bytes (the longest symbol splitSymbols
+// makes) of what precedes a "▁" inside one of texts. A symbol of the
+// merge (every merged symbol is one of texts) spanning a cut would have to
+// hold the symbol before the cut and then "▁"; with the symbol before each
+// cut outside this set, none can.
+func noCutAfter(texts []string) map[string]bool {
+	m := map[string]bool{}
 	for _, tx := range texts {
 		for k := 1; k < len(tx); k++ {
 			i := strings.Index(tx[k:], spmSpace)
@@ -54,12 +57,12 @@ func spmCutSafe(texts []string) bool {
 				break
 			}
 			k += i
-			if !strings.HasSuffix(tx[:k], spmSpace) {
-				return false
+			for l := 1; l <= min(4, k); l++ {
+				m[tx[k-l:k]] = true
 			}
 		}
 	}
-	return true
+	return m
 }
 
 // spmScratch holds the buffers of SPM sessions run one after another.
@@ -72,31 +75,25 @@ type spmScratch struct {
 //
 // llama.cpp merges the whole fragment in one session, whose queue holds a
 // pair per character: for a long text the queue no longer fits in cache.
-// When the vocabulary allows it (Tokenizer.spmCut), s is cut before each
-// run of "▁" that follows a symbol not ending in "▁" (symbols as the whole
-// text splits them), and each piece gets its own session: no symbol can
-// span a cut, so no pair of the whole-text session crosses one, and each
-// piece's pairs pop in the same relative order (score, then position) as
-// in the whole session. The ids are the same; TestSPMCut checks it.
+// Here s is cut before each run of "▁" whose preceding symbol (as the
+// whole text splits it) is not in Tokenizer.noCut, and each piece gets its
+// own session: no symbol can span a cut, so no pair of the whole-text
+// session crosses one, and each piece's pairs pop in the same relative
+// order (score, then position) as in the whole session. The ids are the
+// same; TestSpaceCut checks it.
 func (t *Tokenizer) encodeSPM(s string, out []int) ([]int, error) {
 	var sc spmScratch
-	if !t.spmCut {
+	if t.noCut == nil {
 		return t.spmSession(s, out, &sc)
 	}
-	var err error
-	start, prevSpace := 0, false
-	for off := 0; off < len(s); {
-		n := min(utf8Len(s[off]), len(s)-off)
-		if off > start && !prevSpace && strings.HasPrefix(s[off:], spmSpace) {
-			if out, err = t.spmSession(s[start:off], out, &sc); err != nil {
-				return nil, err
-			}
-			start = off
-		}
-		prevSpace = strings.HasSuffix(s[off:off+n], spmSpace)
-		off += n
-	}
-	return t.spmSession(s[start:], out, &sc)
+	cache := newWordCache(len(s))
+	session := func(p string, out []int) ([]int, error) { return t.spmSession(p, out, &sc) }
+	err := cutBeforeSpaceRuns(s, t.noCut, func(p string) error {
+		var err error
+		out, err = cache.encode(p, out, session)
+		return err
+	})
+	return out, err
 }
 
 // spmSession merges the adjacent pair whose union is the highest-scored

@@ -76,9 +76,10 @@ type Tokenizer struct {
 	wpm                           *trie // WordPiece: every token text
 	rwkv                          *trie
 	plamo                         *plamo2Model
-	// spmCut: no token holds "▁" after anything but "▁", so an SPM text
-	// can be merged in pieces cut before each run of "▁" (encodeSPM).
-	spmCut bool
+	// noCut: the symbols after which a run of "▁" is not cut off when an
+	// SPM text or a BPE word is merged in pieces (encodeSPM,
+	// bpeSession.word); nil: never cut.
+	noCut map[string]bool
 }
 
 // Options carries the values llama.cpp's vocabulary loader reads from
@@ -252,7 +253,20 @@ func NewWithOptions(v *Vocab, o Options) (*Tokenizer, error) {
 	if err := t.stripAttrs(v.Pre, o); err != nil {
 		return nil, err
 	}
-	t.spmCut = t.typ == typeSPM && spmCutSafe(t.texts)
+	switch {
+	case t.typ == typeSPM:
+		t.noCut = noCutAfter(t.texts)
+	case t.typ == typeBPE && !t.pre.ignoreMerges:
+		// The texts merges make: a lookup key is "left right" with no space
+		// in either part, so only entries with one space ever apply.
+		joined := make([]string, 0, len(t.ranks))
+		for m := range t.ranks {
+			if strings.Count(m, " ") == 1 {
+				joined = append(joined, strings.Replace(m, " ", "", 1))
+			}
+		}
+		t.noCut = noCutAfter(joined)
+	}
 	return t, nil
 }
 
