@@ -409,6 +409,11 @@ func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) erro
 	if err != nil {
 		return err
 	}
+	if rr, ok := j.model.Source.(readers.RowReader); ok {
+		if f, ok := directFor(t.Sources[0].DType, t.Type); ok {
+			return j.writeDirect(ctx, rr, tw, t, f)
+		}
+	}
 	rows := t.Elements() / cols
 	rowSize, ok := t.Type.RowSize(uint64(cols))
 	if !ok {
@@ -429,6 +434,34 @@ func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) erro
 			return fmt.Errorf("rows %d…: %w", r, err)
 		}
 		if _, err := tw.WriteAt(b, r*int64(rowSize)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeDirect streams a tensor whose stored dtype converts straight to its
+// output type (see directFor), a bounded number of rows at a time.
+func (j *job) writeDirect(ctx context.Context, rr readers.RowReader, tw *writer.TensorWriter, t *Tensor, conv directFunc) error {
+	cols := t.Shape[len(t.Shape)-1]
+	rows := t.Elements() / cols
+	src := t.Sources[0]
+	inSize, outSize := int64(src.DType.Size()), int64(t.Type.TypeSize())
+	step := max(1, chunkValues/cols)
+	in := make([]byte, min(step, rows)*cols*inSize)
+	out := make([]byte, min(step, rows)*cols*outSize)
+	for r := int64(0); r < rows; r += step {
+		n := min(step, rows-r)
+		b := in[:n*cols*inSize]
+		if err := rr.ReadRows(ctx, src.Source, b, int(r), int(n)); err != nil {
+			return err
+		}
+		if i := firstNonFiniteStored(b, src.DType); i >= 0 {
+			return nonFiniteError(b, src.DType, i, cols, r)
+		}
+		o := out[:n*cols*outSize]
+		conv(o, b)
+		if _, err := tw.WriteAt(o, r*cols*outSize); err != nil {
 			return err
 		}
 	}

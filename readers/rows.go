@@ -26,6 +26,19 @@ type RawReader interface {
 	RawBytes(name string) ([]byte, error)
 }
 
+// RowReader is implemented by sources that can copy rows of a tensor's
+// stored bytes, for conversions that go from the stored dtype straight to
+// the output type (BF16 → F16, F16 → F16 …) without a float32 buffer. Like
+// ReadFloat32 it reads a bounded range and, for a mapped file, releases the
+// pages it has read.
+type RowReader interface {
+	// ReadRows copies rows [row0, row0+nrows) of the named tensor into dst
+	// (len(dst) = nrows × row length × the dtype's size): little-endian,
+	// row-major elements of its TensorInfo.DType. It is safe to call
+	// concurrently.
+	ReadRows(ctx context.Context, name string, dst []byte, row0, nrows int) error
+}
+
 // NumElements returns the number of elements of a tensor of the given shape
 // (1 for a 0-dimensional tensor). A negative dimension or an overflowing
 // product is an ErrShape error.

@@ -185,6 +185,39 @@ func (f *File) ReadFloat32(ctx context.Context, name string, dst []float32, row0
 	return nil
 }
 
+// ReadRows copies the stored bytes of rows [row0, row0+nrows) of the named
+// tensor into dst (see readers.RowReader), releasing the mapped pages read.
+func (f *File) ReadRows(ctx context.Context, name string, dst []byte, row0, nrows int) error {
+	e, err := f.lookup(name)
+	if err != nil {
+		return err
+	}
+	size := e.DType.Size()
+	if size == 0 || len(dst)%size != 0 {
+		return fmt.Errorf("%s: tensor %q: %w: a buffer of %d bytes for %s values", f.path, name, readers.ErrShape, len(dst), e.DType)
+	}
+	first, _, err := readers.RowSpan(readers.TensorInfo{Name: name, Shape: e.Shape}, len(dst)/size, row0, nrows)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	off := f.hdr.DataStart() + e.Begin + first*int64(size)
+	for len(dst) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(len(dst), readBufSize)
+		if f.data != nil {
+			copy(dst[:n], f.data[off:off+int64(n)])
+			releasePages(f.data, off, off+int64(n))
+		} else if k, err := f.r.ReadAt(dst[:n], off); k < n {
+			return &Error{File: f.path, Tensor: name, Offset: off, Msg: "read", Err: err}
+		}
+		dst = dst[n:]
+		off += int64(n)
+	}
+	return nil
+}
+
 // Close unmaps and closes the file.
 func (f *File) Close() error {
 	var err error

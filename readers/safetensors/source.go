@@ -39,6 +39,7 @@ type Source struct {
 var (
 	_ readers.Source    = (*Source)(nil)
 	_ readers.RawReader = (*Source)(nil)
+	_ readers.RowReader = (*Source)(nil)
 )
 
 // Open opens path, which is a .safetensors file, an index
@@ -262,6 +263,16 @@ func (s *Source) ReadFloat32(ctx context.Context, name string, dst []float32, ro
 		return err
 	}
 	return f.ReadFloat32(ctx, name, dst, row0, nrows)
+}
+
+// ReadRows copies rows of the named tensor's stored bytes (see
+// readers.RowReader).
+func (s *Source) ReadRows(ctx context.Context, name string, dst []byte, row0, nrows int) error {
+	f, err := s.file(name)
+	if err != nil {
+		return err
+	}
+	return f.ReadRows(ctx, name, dst, row0, nrows)
 }
 
 // RawBytes returns the stored bytes of the named tensor (see

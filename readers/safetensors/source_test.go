@@ -204,7 +204,8 @@ func openBoth(t *testing.T, path string) (mapped, plain *File) {
 }
 
 // TestReadRows: any row range reads the same values as the whole tensor,
-// mapped or not, and RawBytes gives the stored bytes.
+// mapped or not, RawBytes gives the stored bytes, and ReadRows the same
+// bytes by row range.
 func TestReadRows(t *testing.T) {
 	ctx := context.Background()
 	mapped, plain := openBoth(t, "testdata/dtypes.safetensors")
@@ -236,6 +237,7 @@ func TestReadRows(t *testing.T) {
 			if !same(all, want) {
 				t.Fatal("ReadFloat32 differs from ToFloat32(RawBytes)")
 			}
+			size := int64(e.DType.Size())
 			for _, f := range []*File{mapped, plain} {
 				for r0 := int64(0); r0 < rows; r0 += 3 {
 					n := min(5, rows-r0)
@@ -246,6 +248,19 @@ func TestReadRows(t *testing.T) {
 					if !same(got, all[r0*cols:(r0+n)*cols]) {
 						t.Fatalf("mapped=%v rows [%d,%d) differ", f.Mapped(), r0, r0+n)
 					}
+					stored := make([]byte, n*cols*size)
+					if err := f.ReadRows(ctx, e.Name, stored, int(r0), int(n)); err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(stored, raw[r0*cols*size:(r0+n)*cols*size]) {
+						t.Fatalf("mapped=%v ReadRows [%d,%d) differs from RawBytes", f.Mapped(), r0, r0+n)
+					}
+				}
+				if err := f.ReadRows(ctx, e.Name, make([]byte, cols*size+1), 0, 1); err == nil && size > 1 {
+					t.Error("ReadRows accepts a buffer that is not whole values")
+				}
+				if err := f.ReadRows(ctx, e.Name, make([]byte, cols*size), int(rows), 1); err == nil {
+					t.Error("ReadRows reads past the last row")
 				}
 			}
 		})

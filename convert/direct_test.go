@@ -1,0 +1,98 @@
+package convert
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/quantize"
+	"github.com/ggufkit/ggufkit/readers"
+)
+
+// TestDirectMatchesFloat32: every direct conversion gives the bytes of the
+// float32 route (readers.ToFloat32, then quantize.Encode) for every 16-bit
+// source pattern, and for float32 edge cases and random patterns; a
+// non-finite value is refused by both, at the same index.
+func TestDirectMatchesFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for key, conv := range directConversions {
+		t.Run(fmt.Sprintf("%s-%s", key.from, key.to), func(t *testing.T) {
+			var src []byte
+			if key.from.Size() == 2 {
+				src = make([]byte, 2<<16)
+				for v := range 1 << 16 {
+					binary.LittleEndian.PutUint16(src[2*v:], uint16(v))
+				}
+			} else {
+				for _, b := range []uint32{0, 0x80000000, 1, 0x807FFFFF, 0x7F7FFFFF, 0x477FF000, 0x477FEFFF, 0x33000001, 0x7F800000, 0x7FC00001, 0xFF800000} {
+					src = binary.LittleEndian.AppendUint32(src, b)
+				}
+				for range 1 << 16 {
+					src = binary.LittleEndian.AppendUint32(src, rng.Uint32())
+				}
+			}
+			size := key.from.Size()
+			n := len(src) / size
+			// Compare value by value: the float32 route refuses a row with a
+			// non-finite value, so feed it one value at a time.
+			out := make([]byte, n*key.to.TypeSize())
+			conv(out, src)
+			f := make([]float32, 1)
+			want := make([]byte, key.to.TypeSize())
+			for i := range n {
+				one := src[i*size : (i+1)*size]
+				if err := readers.ToFloat32(f, one, key.from); err != nil {
+					t.Fatal(err)
+				}
+				err := quantize.Encode(key.to, want, f, 1, nil)
+				stored := firstNonFiniteStored(one, key.from) == 0
+				if (err != nil) != stored || (err != nil && !errors.Is(err, quantize.ErrNonFinite)) {
+					t.Fatalf("value %#x: float32 route error %v, direct check says non-finite %v", one, err, stored)
+				}
+				if err == nil && !bytes.Equal(out[i*len(want):(i+1)*len(want)], want) {
+					t.Fatalf("value %#x: direct %x, float32 route %x", one, out[i*len(want):(i+1)*len(want)], want)
+				}
+			}
+		})
+	}
+}
+
+// TestFirstNonFiniteStored finds the first NaN or infinity wherever it is
+// in a group, for each stored dtype.
+func TestFirstNonFiniteStored(t *testing.T) {
+	for _, tc := range []struct {
+		dt  readers.DType
+		bad uint32
+	}{{readers.F32, 0x7F800000}, {readers.F32, 0xFFC00000}, {readers.F16, 0x7C00}, {readers.F16, 0xFE01}, {readers.BF16, 0x7F80}, {readers.BF16, 0xFFC1}} {
+		for _, at := range []int{-1, 0, 5, 15, 16, 31, 40} {
+			t.Run(fmt.Sprintf("%s-%#x-%d", tc.dt, tc.bad, at), func(t *testing.T) {
+				const n = 41
+				src := make([]byte, n*tc.dt.Size())
+				for i := range n {
+					v := uint32(math.Float32bits(float32(i) - 20))
+					if tc.dt != readers.F32 {
+						v = uint32(quantize.FP32ToBF16(float32(i) - 20))
+						if tc.dt == readers.F16 {
+							v = uint32(quantize.FP32ToFP16(float32(i) - 20))
+						}
+					}
+					if i == at {
+						v = tc.bad
+					}
+					if tc.dt == readers.F32 {
+						binary.LittleEndian.PutUint32(src[4*i:], v)
+					} else {
+						binary.LittleEndian.PutUint16(src[2*i:], uint16(v))
+					}
+				}
+				if got := firstNonFiniteStored(src, tc.dt); got != at {
+					t.Errorf("first non-finite at %d, want %d", got, at)
+				}
+			})
+		}
+	}
+}
