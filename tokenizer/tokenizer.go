@@ -80,7 +80,15 @@ type Tokenizer struct {
 	// SPM text or a BPE word is merged in pieces (encodeSPM,
 	// bpeSession.word); nil: never cut.
 	noCut map[string]bool
+	// specialTrie holds the texts of specialCache when there are more
+	// than specialTrieMin of them (specialsIn).
+	specialTrie *trie
 }
+
+// specialTrieMin is the number of special tokens above which partition
+// first finds which occur in the text; below it, one scan per token is
+// cheaper.
+const specialTrieMin = 32
 
 // Options carries the values llama.cpp's vocabulary loader reads from
 // outside the tokenizer.ggml.* keys (llama-vocab.cpp L3094-3140).
@@ -241,6 +249,13 @@ func NewWithOptions(v *Vocab, o Options) (*Tokenizer, error) {
 		}
 	}
 	stdSort(t.specialCache, func(a, b int32) bool { return len(t.texts[a]) > len(t.texts[b]) })
+	if len(t.specialCache) > specialTrieMin {
+		tr := newTrie()
+		for _, id := range t.specialCache {
+			tr.insert([]byte(t.texts[id]), id)
+		}
+		t.specialTrie = tr.freeze()
+	}
 
 	t.pieces = make([]string, len(t.texts))
 	for id := range t.texts {
@@ -686,12 +701,18 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 	}
 	frags := []fragment{{token: -1, off: 0, n: len(text)}}
 	var next []fragment
+	present := t.specialsIn(text)
 	for _, id := range t.specialCache {
 		a := t.attrs[id]
 		if !parseSpecial && a&(attrControl|attrUnknown) != 0 {
 			continue
 		}
 		st := t.texts[id]
+		if present != nil && st != "" && !present[st] {
+			// Not in the text, so in none of its fragments: llama.cpp's
+			// scan would find nothing.
+			continue
+		}
 		next = next[:0]
 		for _, f := range frags {
 			if f.token >= 0 {
@@ -737,6 +758,28 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 		frags, next = next, frags
 	}
 	return frags
+}
+
+// specialsIn returns the special-token texts that occur in text, found in
+// one pass over it with a trie of them, or nil when the vocabulary has too
+// few special tokens for that to beat a scan per token (partition).
+func (t *Tokenizer) specialsIn(text string) map[string]bool {
+	if t.specialTrie == nil {
+		return nil
+	}
+	found := map[string]bool{}
+	for i := range len(text) {
+		node := int32(0)
+		for j := i; j < len(text); j++ {
+			if node = t.specialTrie.child(node, text[j]); node < 0 {
+				break
+			}
+			if t.specialTrie.hasValue[node] {
+				found[text[i:j+1]] = true
+			}
+		}
+	}
+	return found
 }
 
 // Encode tokenizes text as llama_tokenize(vocab, text, add_special,
