@@ -18,6 +18,10 @@ type Input struct {
 	Files []*ggufread.File
 	// Tensors in the loader's order (mix.Sort), with the shard they are in.
 	Tensors []InputTensor
+	// maps holds a read-only map of each shard (nil where there is none),
+	// whose pages Release gives back.
+	maps   [][]byte
+	unmaps []func() error
 }
 
 // InputTensor is one tensor of the input and where it lives.
@@ -50,12 +54,47 @@ func (in *Input) Close() error {
 			first = err
 		}
 	}
+	for _, unmap := range in.unmaps {
+		if unmap != nil {
+			if err := unmap(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	in.maps, in.unmaps = nil, nil
 	return first
 }
 
-// Data returns the bytes of the i-th tensor.
+// span is where a tensor's bytes lie in its shard's map (ok false when the
+// shard is not mapped by Input itself).
+func (in *Input) span(t *InputTensor) (m []byte, from, to int64, ok bool) {
+	if t.Shard >= len(in.maps) || in.maps[t.Shard] == nil {
+		return nil, 0, 0, false
+	}
+	m = in.maps[t.Shard]
+	from = in.Files[t.Shard].DataOffset + int64(t.Offset)
+	to = from + int64(t.Size)
+	if from < 0 || to < from || to > int64(len(m)) {
+		return nil, 0, 0, false
+	}
+	return m, from, to, true
+}
+
+// Data returns the bytes of a tensor: a slice of the shard's map, valid
+// until Close (and, after Release, read again from the page cache).
 func (in *Input) Data(t *InputTensor) ([]byte, error) {
+	if m, from, to, ok := in.span(t); ok {
+		return m[from:to:to], nil
+	}
 	return in.Files[t.Shard].TensorData(t.Name)
+}
+
+// Release drops a converted tensor's pages from the resident set (they stay
+// in the page cache), so that memory does not grow with the model.
+func (in *Input) Release(t *InputTensor) {
+	if m, from, to, ok := in.span(t); ok {
+		releasePages(m, from, to)
+	}
 }
 
 var splitName = regexp.MustCompile(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
@@ -68,6 +107,7 @@ func OpenInput(path string) (*Input, error) {
 		return nil, err
 	}
 	in := &Input{Files: []*ggufread.File{first}}
+	paths := []string{path}
 	count := 1
 	if v, ok := first.KV(gguf.KeySplitCount); ok {
 		if n, ok := v.Int(); ok && n > 1 {
@@ -96,7 +136,12 @@ func OpenInput(path string) (*Input, error) {
 				return nil, err
 			}
 			in.Files = append(in.Files, f)
+			paths = append(paths, p)
 		}
+	}
+	for _, p := range paths {
+		m, unmap := mapShard(p)
+		in.maps, in.unmaps = append(in.maps, m), append(in.unmaps, unmap)
 	}
 	seen := map[string]bool{}
 	for shard, f := range in.Files {

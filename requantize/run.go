@@ -72,6 +72,12 @@ type Model interface {
 	Data(t *InputTensor) ([]byte, error)
 }
 
+// releaser is a Model that can give back the memory of a tensor it has
+// served (Input releases the mapped pages).
+type releaser interface {
+	Release(t *InputTensor)
+}
+
 // RunModel is Run on an opened model; name identifies it in errors.
 func RunModel(ctx context.Context, in Model, name, outPath string, opts Options) (*Report, error) {
 	inPath := name
@@ -166,6 +172,9 @@ func RunModel(ctx context.Context, in Model, name, outPath string, opts Options)
 		if err != nil {
 			abortAll()
 			return nil, fmt.Errorf("%s: tensor %q: %w", inPath, p.src.Name, err)
+		}
+		if r, ok := in.(releaser); ok {
+			r.Release(p.src)
 		}
 		report.add(p, i, len(plan), newSize, warning, opts.OnTensor)
 	}
