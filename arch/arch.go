@@ -131,7 +131,8 @@ func (e *UnsupportedError) Error() string {
 }
 
 // New builds the plugin of the model in dir described by h, from its
-// architectures[0].
+// architectures[0], after the keys its transformers config class derives
+// (see autoConfig) are set as the converter sees them.
 func New(h HParams, dir string) (Model, error) {
 	archs, _ := h["architectures"].([]any)
 	if len(archs) == 0 {
@@ -142,7 +143,7 @@ func New(h HParams, dir string) (Model, error) {
 	if !ok {
 		return nil, &UnsupportedError{Arch: name}
 	}
-	return c(h, dir)
+	return c(autoConfig(h), dir)
 }
 
 // BlockID is the converter's block id: the first dot-separated part of the

@@ -238,3 +238,54 @@ func TestExpertStacking(t *testing.T) {
 		t.Fatal("incomplete experts not reported")
 	}
 }
+
+// TestAutoConfig checks the keys transformers' config classes derive, as
+// the converter's hparams (AutoConfig(...).to_dict()) have them.
+func TestAutoConfig(t *testing.T) {
+	const base = `"num_hidden_layers":1,"hidden_size":64,"num_attention_heads":8,"intermediate_size":128,` +
+		`"max_position_embeddings":256,"rms_norm_eps":1e-6,"vocab_size":100`
+	for _, tc := range []struct {
+		name, config string
+		want         map[string]any // key → value; nil: key absent
+	}{
+		{"mistral without head_dim", `"architectures":["MistralForCausalLM"],"model_type":"mistral","num_key_value_heads":2`,
+			map[string]any{"llama.attention.key_length": uint32(8), "llama.attention.value_length": uint32(8), "llama.attention.head_count_kv": uint32(2)}},
+		{"llama without head_dim or kv heads", `"architectures":["LlamaForCausalLM"],"model_type":"llama","head_dim":null`,
+			map[string]any{"llama.attention.key_length": uint32(8), "llama.attention.head_count_kv": uint32(8)}},
+		{"llama with head_dim", `"architectures":["LlamaForCausalLM"],"model_type":"llama","head_dim":16`,
+			map[string]any{"llama.attention.key_length": uint32(16)}},
+		{"mixtral keeps head_dim unset", `"architectures":["MixtralForCausalLM"],"model_type":"mixtral"`,
+			map[string]any{"llama.attention.key_length": nil, "llama.attention.head_count_kv": uint32(8)}},
+		{"qwen2 kv heads", `"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2"`,
+			map[string]any{"qwen2.attention.key_length": nil, "qwen2.attention.head_count_kv": uint32(8)}},
+		{"no model_type: config.json as it is", `"architectures":["LlamaForCausalLM"]`,
+			map[string]any{"llama.attention.key_length": nil, "llama.attention.head_count_kv": nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := hp(t, "{"+base+","+tc.config+"}")
+			m, err := New(h, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			kvs, err := m.Params(gguf.FileTypeF16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]any{}
+			for _, kv := range kvs {
+				got[kv.Key] = kv.Value.Any()
+			}
+			for k, w := range tc.want {
+				g, ok := got[k]
+				if w == nil && ok {
+					t.Errorf("%s = %v, want absent", k, g)
+				} else if w != nil && g != w {
+					t.Errorf("%s = %v (present %v), want %v", k, g, ok, w)
+				}
+			}
+			if _, ok := h["head_dim"].(json.Number); ok && strings.Contains(tc.config, `"head_dim":null`) {
+				t.Error("New changed the caller's hparams")
+			}
+		})
+	}
+}
