@@ -122,6 +122,9 @@ func TestFixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		exps, _ := filepath.Glob(filepath.Join(dir, "expected-*.json"))
+		if len(exps) == 0 {
+			t.Errorf("fixture %s has no expected-<outtype>.json", m.Fixture)
+		}
 		for _, expPath := range exps {
 			outtype := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(expPath), "expected-"), ".json")
 			variants := []bool{false}
@@ -134,6 +137,7 @@ func TestFixtures(t *testing.T) {
 					name += "/pytorch"
 				}
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					var exp fixtureExpected
 					b, err := os.ReadFile(expPath)
 					if err != nil {
