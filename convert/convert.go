@@ -118,12 +118,19 @@ type job struct {
 	ft     gguf.FileType
 	// target is set for a llama-quantize OutType.
 	target *mix.Target
+	// legacy is set for Meta's original layout (see legacy.go).
+	legacy *legacyJob
+	// encoder, when set, stores float32 rows instead of quantize.Encode.
+	encoder func(typ gguf.Type, dst []byte, src []float32, ncols int) error
 }
 
 func open(path string, opts Options) (*job, error) {
 	m, err := hf.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	if isLegacy(m) {
+		return openLegacy(m, opts)
 	}
 	j := &job{opts: opts, model: m, h: arch.HParams(m.Config.Params)}
 	if j.plugin, err = arch.New(j.h, m.Root); err != nil {
@@ -181,6 +188,9 @@ func Run(ctx context.Context, path string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer j.model.Close()
+	if j.legacy != nil {
+		return j.runLegacy(ctx, start)
+	}
 	var tensors []Tensor
 	if !opts.VocabOnly {
 		if tensors, err = planTensors(j.plugin, j.model.Source, j.ft); err != nil {
@@ -399,7 +409,7 @@ func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) erro
 		if err != nil {
 			return err
 		}
-		buf, err := encode(t.Type, data, cols)
+		buf, err := j.encode(t.Type, data, cols)
 		if err != nil {
 			return err
 		}
@@ -430,7 +440,7 @@ func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) erro
 			return err
 		}
 		b := out[:uint64(n)*rowSize]
-		if err := quantize.Encode(t.Type, b, v, int(cols), nil); err != nil {
+		if err := j.encodeRows(t.Type, b, v, int(cols)); err != nil {
 			return fmt.Errorf("rows %d…: %w", r, err)
 		}
 		if _, err := tw.WriteAt(b, r*int64(rowSize)); err != nil {
@@ -505,16 +515,25 @@ func (j *job) values(ctx context.Context, t *Tensor) ([]float32, error) {
 }
 
 // encode stores float32 values as typ.
-func encode(typ gguf.Type, v []float32, ncols int64) ([]byte, error) {
+func (j *job) encode(typ gguf.Type, v []float32, ncols int64) ([]byte, error) {
 	rs, ok := typ.RowSize(uint64(ncols))
 	if !ok {
 		return nil, fmt.Errorf("row of %d values cannot be stored as %s", ncols, typ)
 	}
 	dst := make([]byte, rs*uint64(int64(len(v))/ncols))
-	if err := quantize.Encode(typ, dst, v, int(ncols), nil); err != nil {
+	if err := j.encodeRows(typ, dst, v, int(ncols)); err != nil {
 		return nil, err
 	}
 	return dst, nil
+}
+
+// encodeRows stores rows of float32 values as typ: with the job's encoder
+// when it has one, else as ggml does.
+func (j *job) encodeRows(typ gguf.Type, dst []byte, v []float32, ncols int) error {
+	if j.encoder != nil {
+		return j.encoder(typ, dst, v, ncols)
+	}
+	return quantize.Encode(typ, dst, v, ncols, nil)
 }
 
 // outputPath is the converter's file naming: a directory gets the naming

@@ -483,7 +483,7 @@ func TestLlamaCppExtras(t *testing.T) {
 // tensor list and values, computed on demand (permuted Q/K, generated
 // rope_freqs, tied embeddings included).
 func TestPlanned(t *testing.T) {
-	for _, src := range []string{filepath.Join(stories, "source"), filepath.Join(fixtures, "llama3tied")} {
+	for _, src := range []string{filepath.Join(stories, "source"), filepath.Join(fixtures, "llama3tied"), metaDir("split")} {
 		t.Run(filepath.Base(src), func(t *testing.T) {
 			opts := Options{ModelName: "m"}
 			if filepath.Base(src) == "llama3tied" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ggufkit/ggufkit/convert/metadata"
 	"github.com/ggufkit/ggufkit/gguf"
 )
 
@@ -37,13 +38,15 @@ func Plan(ctx context.Context, path string, opts Options) (*Planned, error) {
 		return nil, err
 	}
 	p := &Planned{j: j, byName: map[string]*Tensor{}}
-	if p.tensors, err = planTensors(j.plugin, j.model.Source, j.ft); err != nil {
-		j.model.Close()
-		return nil, fmt.Errorf("convert: %s: %w", j.model.Root, err)
-	}
-	meta, err := j.metadata(p.tensors)
-	if err == nil {
-		p.kvs, err = j.kvs(meta.KVs())
+	if j.legacy != nil {
+		p.tensors, p.kvs, _, err = j.legacyPlan()
+	} else if p.tensors, err = planTensors(j.plugin, j.model.Source, j.ft); err != nil {
+		err = fmt.Errorf("convert: %s: %w", j.model.Root, err)
+	} else {
+		var meta *metadata.Metadata
+		if meta, err = j.metadata(p.tensors); err == nil {
+			p.kvs, err = j.kvs(meta.KVs())
+		}
 	}
 	if err != nil {
 		j.model.Close()
