@@ -40,3 +40,53 @@ func TestSpecialsIn(t *testing.T) {
 		})
 	}
 }
+
+// TestWithPreTokenizer checks that a tokenizer switched to another
+// pre-tokenizer encodes as one built with that pre from the start, for
+// every name llama.cpp knows, on gpt-2's vocabulary and texts aimed at the
+// pre-tokenizers.
+func TestWithPreTokenizer(t *testing.T) {
+	raw, err := os.ReadFile("testdata/pre.inp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := splitCases(string(raw))
+	f := openGGUF(t, "testdata/vocab/ggml-vocab-gpt-2.gguf.bz2")
+	v, err := FromKVs(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := New(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(preNames))
+	for n := range preNames {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			vv := *v
+			vv.Pre = name
+			want, err := New(&vv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := base.WithPreTokenizer(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, text := range texts {
+				a, err1 := got.Encode(text, false, false)
+				b, err2 := want.Encode(text, false, false)
+				if (err1 == nil) != (err2 == nil) || !slices.Equal(a, b) {
+					t.Fatalf("text %d: switched %v %v, built %v %v", i, a, err1, b, err2)
+				}
+			}
+		})
+	}
+	if _, err := base.WithPreTokenizer("no-such-pre"); err == nil {
+		t.Error("an unknown pre name was accepted")
+	}
+}

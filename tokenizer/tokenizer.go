@@ -760,6 +760,32 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 	return frags
 }
 
+// WithPreTokenizer returns a tokenizer that splits text into words as the
+// BPE pre-tokenizer named pre does and is otherwise t (the same
+// vocabulary, merges, special tokens and their attributes; the flags a
+// pre name sets for add_special are pre's). It exists for identifying a
+// pre-tokenizer by trying several on one vocabulary without building it
+// again each time (tokenizer/load); t must be a "gpt2" BPE vocabulary.
+func (t *Tokenizer) WithPreTokenizer(pre string) (*Tokenizer, error) {
+	if t.typ != typeBPE || t.model != "gpt2" {
+		return nil, fmt.Errorf("%w: WithPreTokenizer needs a gpt2 BPE vocabulary, not %q", ErrVocab, t.model)
+	}
+	pf, ok := preNames[pre]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown pre-tokenizer type %q", ErrVocab, pre)
+	}
+	pretok, err := preTokenizerFor(pf.typ)
+	if err != nil {
+		return nil, err
+	}
+	// noCut stays t's: the cut applies to the merge path only, which
+	// ignore_merges does not change.
+	c := *t
+	c.pre, c.pretok = pf, pretok
+	c.addBOS, c.addSep, c.escapeSpaces = pf.addBOS, pf.addSep, pf.escapeSpaces
+	return &c, nil
+}
+
 // specialsIn returns the special-token texts that occur in text, found in
 // one pass over it with a trie of them, or nil when the vocabulary has too
 // few special tokens for that to beat a scan per token (partition).

@@ -20,8 +20,8 @@ var errLlama3 = errors.New("load: Llama 3 style tokenizer.json")
 // are CONTROL when special or special-looking, else USER_DEFINED (with
 // "▁" written as a space), after a round trip through the tokenizer when
 // they are not normalized; model tokens are NORMAL. The pre-tokenizer is
-// identified (or taken from Options.Pre) before the tokens are listed, as
-// in the converter.
+// Options.Pre, else the converter's hash computed with ggufkit's encoder
+// (identifyByHash), else the structure table (identifyPre).
 func getVocabBase(f *folder, opts Options, model string) (tokens []string, types []int32, pre string, err error) {
 	v, err := newHFView(f)
 	if err != nil {
@@ -40,15 +40,10 @@ func getVocabBase(f *folder, opts Options, model string) (tokens []string, types
 			return nil, nil, "", fmt.Errorf("%w: %s: token %q has id %d, not below vocab_size %d", ErrFormat, v.file, tok, id, n)
 		}
 	}
-	if opts.Pre != "" {
-		if model == "gpt2" {
-			if err := checkPre(opts.Pre); err != nil {
-				return nil, nil, "", err
-			}
+	if opts.Pre != "" && model == "gpt2" {
+		if err := checkPre(opts.Pre); err != nil {
+			return nil, nil, "", err
 		}
-		pre = opts.Pre
-	} else if pre, err = identifyPre(v); err != nil {
-		return nil, nil, "", err
 	}
 	reverse := v.reverse()
 	tokens = make([]string, n)
@@ -80,6 +75,23 @@ func getVocabBase(f *folder, opts Options, model string) (tokens []string, types
 		}
 		tokens[i] = tok
 	}
+	switch {
+	case opts.Pre != "":
+		pre = opts.Pre
+	default:
+		name, hashes := identifyByHash(v, model, tokens, types, v.merges)
+		if name != "" {
+			pre = name
+			break
+		}
+		if pre, err = identifyPre(v); err != nil {
+			var upe *UnknownPreError
+			if errors.As(err, &upe) {
+				upe.Hashes = hashes
+			}
+			return nil, nil, "", err
+		}
+	}
 	return tokens, types, pre, nil
 }
 
@@ -109,15 +121,7 @@ func bert(f *folder, l *kvList, opts Options) error {
 	if err := l.u32(gguf.KeyTokenizerTokenTypeCount, int64(count)); err != nil {
 		return err
 	}
-	for i, tok := range tokens {
-		switch {
-		case types[i] == typeControl:
-		case strings.HasPrefix(tok, "##"):
-			tokens[i] = tok[2:]
-		default:
-			tokens[i] = "\u2581" + tok
-		}
-	}
+	tokens = phantomSpace(tokens, types)
 	l.str(gguf.KeyTokenizerModel, "bert")
 	l.str(gguf.KeyTokenizerPre, pre)
 	array(l, gguf.KeyTokenizerTokens, tokens)

@@ -83,12 +83,19 @@ func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 type UnknownPreError struct {
 	Signature  string
 	Candidates []string
+	// Hashes are the converter's pre-tokenizer hashes computed for the
+	// tokenizer (one per pre-tokenizer its structure calls for), none of
+	// them in llama.cpp's table.
+	Hashes []string
 }
 
 func (e *UnknownPreError) Error() string {
 	msg := "load: unknown pre-tokenizer " + e.Signature
 	if len(e.Candidates) > 0 {
 		msg += " (its structure is that of " + strings.Join(e.Candidates, ", ") + " but the vocabulary differs)"
+	}
+	if len(e.Hashes) > 0 {
+		msg += "; its llama.cpp pre-tokenizer hash " + strings.Join(e.Hashes, ", ") + " is in no table"
 	}
 	return msg + "; name it with --tokenizer-pre"
 }

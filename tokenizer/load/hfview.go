@@ -30,6 +30,9 @@ type hfView struct {
 	// unk, sep, pad, cls, mask, then additional ones), deduplicated.
 	specials []string
 
+	unkToken string   // the model's unk_token
+	merges   []string // BPE merges: tokenizer.json's, else merges.txt's
+
 	normalizer, preTokenizer, postProcessor, decoder any
 	ignoreMerges                                     bool
 	byteFallback                                     *bool
@@ -113,6 +116,7 @@ func newHFView(f *folder) (*hfView, error) {
 		}
 		v.normalizer, v.preTokenizer, v.postProcessor, v.decoder = tok.Normalizer, tok.PreTokenizer, tok.PostProcessor, tok.Decoder
 		v.ignoreMerges, v.byteFallback = tok.Model.IgnoreMerges, tok.Model.ByteFallback
+		v.unkToken, v.merges = tok.Model.UnkToken, tok.Model.Merges
 		for i := range tok.AddedTokens {
 			v.addToken(tok.AddedTokens[i], true)
 		}
@@ -212,11 +216,22 @@ func newHFView(f *folder) (*hfView, error) {
 		if sep == "" {
 			sep = "[SEP]"
 		}
+		specials := map[string]any{}
+		full := v.fullVocab()
+		for _, s := range []string{cls, sep} {
+			if id, ok := full[s]; ok {
+				specials[s] = map[string]any{"id": s, "ids": []any{json.Number(strconv.Itoa(id))}, "tokens": []any{s}}
+			}
+		}
 		v.postProcessor = map[string]any{"type": "TemplateProcessing", "single": []any{
 			map[string]any{"SpecialToken": map[string]any{"id": cls, "type_id": json.Number("0")}},
 			map[string]any{"Sequence": map[string]any{"id": "A", "type_id": json.Number("0")}},
 			map[string]any{"SpecialToken": map[string]any{"id": sep, "type_id": json.Number("0")}},
-		}}
+		}, "special_tokens": specials}
+		v.unkToken = named["unk"]
+		if v.unkToken == "" {
+			v.unkToken = "[UNK]"
+		}
 	}
 	for _, key := range []string{"additional_special_tokens", "extra_special_tokens"} {
 		x, ok := tc[key]
@@ -369,6 +384,13 @@ func (v *hfView) slowByteLevel(f *folder) error {
 		return errorf(ErrUnsupported, f.path("vocab.json"), "", "tokenizer class %q is not built from vocab.json+merges.txt here (want GPT2Tokenizer or Qwen2Tokenizer)", v.class)
 	}
 	v.decoder = map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}
+	mb, err := f.bytes("merges.txt")
+	if err != nil {
+		return err
+	}
+	if v.merges, _, err = ParseMergesTxt(mb, f.path("merges.txt")); err != nil {
+		return err
+	}
 	if !f.isFile("added_tokens.json") {
 		return nil
 	}

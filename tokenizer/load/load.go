@@ -30,8 +30,9 @@
 // special_tokens_map.json, chat_template.jinja/.json, config.json) and
 // reproduces what those libraries report. The BPE pre-tokenizer name,
 // which llama.cpp derives from a hash of the library's tokenization of a
-// fixed text, is identified here from the tokenizer's structure; see
-// identifyPre.
+// fixed text, is found here by the same hash, computed with ggufkit's own
+// encoder under the pre-tokenizers the tokenizer's structure calls for
+// (identifyByHash), else from a table of structures (identifyPre).
 package load
 
 import (

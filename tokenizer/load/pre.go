@@ -8,7 +8,9 @@ import (
 	"strings"
 )
 
-// Pre-tokenizer identification.
+// Pre-tokenizer identification by structure, the fallback when the
+// converter's hash cannot be computed or is not in its table
+// (prehash.go).
 //
 // llama.cpp's converter names the pre-tokenizer (tokenizer.ggml.pre) by
 // tokenizing a fixed text with the Hugging Face library and looking the

@@ -116,7 +116,9 @@ func TestIdentifyPre(t *testing.T) {
 		signatureHas          string   // a part of the error's signature
 	}{
 		{"llama-bpe", vocab + "ggml-vocab-llama-bpe.gguf.bz2", load.ModelBPE, nil, llama3Pre, bosTemplate("<|begin_of_text|>", 128000), load.GPT2, "llama-bpe", nil, ""},
-		{"llama-bpe without its BOS", vocab + "ggml-vocab-llama-bpe.gguf.bz2", load.ModelBPE, nil, llama3Pre, byteLevelJSON(true, false), load.GPT2, "", nil, "bos=none"},
+		// The converter's hash for Llama 3's vocabulary and split without the
+		// BOS is Smaug-Llama-3's; the structure table knows only llama-bpe.
+		{"llama-bpe without its BOS", vocab + "ggml-vocab-llama-bpe.gguf.bz2", load.ModelBPE, nil, llama3Pre, byteLevelJSON(true, false), load.GPT2, "smaug-bpe", nil, ""},
 		{"qwen2", vocab + "ggml-vocab-qwen2.gguf.bz2", load.ModelBPE, nfc, qwen2Pre, byteLevelJSON(false, false), load.GPT2, "qwen2", nil, ""},
 		{"qwen2 regex on the llama3 vocabulary", vocab + "ggml-vocab-llama-bpe.gguf.bz2", load.ModelBPE, nfc, qwen2Pre, nil, load.GPT2, "", []string{"qwen2"}, `\p{N}|`},
 		{"starcoder", vocab + "ggml-vocab-starcoder.gguf.bz2", load.ModelBPE, nil, digits, nil, load.GPT2, "starcoder", nil, ""},
@@ -142,6 +144,11 @@ func TestIdentifyPre(t *testing.T) {
 				}
 				if !strings.Contains(upe.Signature, tt.signatureHas) || !strings.Contains(err.Error(), "--tokenizer-pre") {
 					t.Errorf("error %q: want its signature to hold %q and to name --tokenizer-pre", err, tt.signatureHas)
+				}
+				// A hash is computed for each pre-tokenizer the structure
+				// calls for (WordPiece: one), and reported.
+				if wantHashes := len(tt.candidates); len(upe.Hashes) != wantHashes && !(tt.model == load.ModelWordPiece && len(upe.Hashes) == 1) {
+					t.Errorf("hashes %q for candidates %q", upe.Hashes, tt.candidates)
 				}
 				// Naming the pre-tokenizer converts it anyway.
 				kvs, err := tt.routine(dir, load.Options{Pre: "falcon"})
