@@ -38,6 +38,7 @@ type FileError struct {
 	Err    error
 }
 
+// Error formats the file, the field, the offset and the message.
 func (e *FileError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
@@ -89,6 +90,8 @@ type UnknownPreError struct {
 	Hashes []string
 }
 
+// Error names the signature seen, the candidates and the hashes, and
+// says how to convert anyway.
 func (e *UnknownPreError) Error() string {
 	msg := "load: unknown pre-tokenizer " + e.Signature
 	if len(e.Candidates) > 0 {

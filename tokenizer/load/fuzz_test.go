@@ -35,8 +35,9 @@ func writeFolder(t *testing.T, name string, data []byte) string {
 }
 
 // FuzzTokenizerJSON parses arbitrary bytes as a tokenizer.json and runs the
-// routines that read one (Llama falls through LlamaHF to GPT2, Bert,
-// Gemma3VocabRows) on a folder holding it: no panic, allocation bounded by
+// routines that read one (Llama falls through LlamaHF to GPT2, GPT2 with
+// the pre-tokenizer identified, Bert, Gemma3VocabRows) on a folder holding
+// it: no panic, allocation bounded by
 // the input, and a parsed file is consistent (known model type, ids in
 // range).
 func FuzzTokenizerJSON(f *testing.F) {
@@ -77,6 +78,7 @@ func FuzzTokenizerJSON(f *testing.F) {
 		before = allocatedBytes()
 		for _, run := range []func() error{
 			func() error { _, err := load.Llama(dir, load.Options{Pre: "gpt-2"}); return err },
+			func() error { _, err := load.GPT2(dir, load.Options{}); return err }, // identification, hash included
 			func() error { _, err := load.Bert(dir, load.Options{Pre: "default"}); return err },
 			func() error { _, err := load.Gemma3VocabRows(dir, load.Options{}); return err },
 		} {

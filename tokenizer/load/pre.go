@@ -113,6 +113,7 @@ type preSignature struct {
 	bos                    string // the leading special token the post-processor adds, "" if none
 }
 
+// String writes the signature as UnknownPreError reports it.
 func (s preSignature) String() string {
 	b := s.bos
 	if b == "" {
