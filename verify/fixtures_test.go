@@ -82,13 +82,18 @@ func convertTo(t *testing.T, dir, outType string) string {
 }
 
 // TestFixtures verifies ggufkit's own conversions of the convert issue's
-// fixtures, on another prompt than stories260K's: the F32 file passes the
+// fixtures, on other prompts than stories260K's: each F32 file passes the
 // structural checks alone, and its Q8_0 conversion passes against it.
 func TestFixtures(t *testing.T) {
 	tests := []struct {
 		fixture, prompt string
 	}{
 		{"llama3tied", "The cat sat on the mat."},
+		{"qwen2", "Hello, my dog is cute"},
+		{"qwen3", "def main():\n    print(42)"},
+		{"mistral", "Once upon a time there was"},
+		{"gemma2", "One, two, three, four"},
+		{"gpt2", "The quick brown fox"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

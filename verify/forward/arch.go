@@ -56,6 +56,9 @@ type archInfo struct {
 	// postNorms normalises the attention and FFN outputs before the residual
 	// add (gemma2, gemma3).
 	postNorms bool
+	// parallelResidual lets {arch}.use_parallel_residual run attention and
+	// FFN on the same input: x + attn(ln1(x)) + ffn(ln2(x)) (gptneox).
+	parallelResidual bool
 	// scaleQ multiplies Q by AttnScale and runs soft-max with scale 1
 	// (ggml_scale(Qcur) in gemma*, phi3); otherwise soft-max applies it.
 	scaleQ bool
@@ -157,6 +160,51 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF2}},
 		}),
 	},
+	"gptneox": {
+		norm: normLayer, rope: ropeNeox, ffn: ffnGELU, parallelResidual: true,
+		sameHeadDims: true,
+		hparams:      gptneoxHparams,
+		tensors: []rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output_norm.bias", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}},
+			attnNormRule,
+			{name: "blk.%d.attn_norm.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.attn_qkv.weight", dims: []dim{dEmbd, dFusedQKV}},
+			{name: "blk.%d.attn_qkv.bias", dims: []dim{dFusedQKV}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_norm.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_down.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}},
+		},
+	},
+	"starcoder2": {
+		norm: normLayer, rope: ropeNeox, ffn: ffnGELU,
+		sameHeadDims: true, rotIsHead: true,
+		hparams: layerNormEps,
+		tensors: []rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output_norm.bias", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}, optional: true},
+			attnNormRule,
+			{name: "blk.%d.attn_norm.bias", dims: []dim{dEmbd}},
+			{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_norm.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.ffn_down.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}},
+		},
+	},
 	"gpt2": {
 		norm: normLayer, rope: ropeNone, ffn: ffnGELU, posEmbd: true,
 		sameHeadDims: true,
@@ -201,6 +249,16 @@ func rmsEps(c *Config, r *kvReader) error {
 // layerNormEps reads gpt2's layer-norm epsilon.
 func layerNormEps(c *Config, r *kvReader) error {
 	_, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.NormEps, true)
+	return err
+}
+
+// gptneoxHparams mirrors llama_model_gptneox::load_arch_hparams: the
+// layer-norm epsilon and use_parallel_residual are both required.
+func gptneoxHparams(c *Config, r *kvReader) error {
+	if err := layerNormEps(c, r); err != nil {
+		return err
+	}
+	_, err := r.boolean(r.key("use_parallel_residual"), &c.ParallelResidual, true)
 	return err
 }
 

@@ -71,6 +71,9 @@ type Config struct {
 	// AttnSoftcap and FinalSoftcap cap attention scores and output logits
 	// with c·tanh(x/c); 0 means no capping.
 	AttnSoftcap, FinalSoftcap float32
+	// ParallelResidual runs attention and FFN on the same layer input
+	// (gptneox's use_parallel_residual).
+	ParallelResidual bool
 	// SlidingWindow is the window of the layers marked in SWA.
 	SlidingWindow int
 	SWA           []bool
@@ -120,6 +123,16 @@ func (r *kvReader) f32(key string, dst *float32, required bool) (bool, error) {
 	}
 	f, _ := v.Float()
 	*dst = float32(f)
+	return true, nil
+}
+
+// boolean reads a bool key into *dst.
+func (r *kvReader) boolean(key string, dst *bool, required bool) (bool, error) {
+	v, ok, err := r.lookup(key, gguf.TypeBool, required)
+	if !ok {
+		return false, err
+	}
+	*dst, _ = v.BoolValue()
 	return true, nil
 }
 

@@ -207,6 +207,22 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 	if err := s.mul(ctx, ly.wo, ly.bo, att, o); err != nil {
 		return err
 	}
+	if c.ParallelResidual {
+		// x + ffn(ln2(x)) + attn(ln1(x)), added in ggml's order.
+		for t := range x {
+			s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
+		}
+		f := rows(T, c.Embd)
+		if err := s.ffn(ctx, ly, h, f); err != nil {
+			return err
+		}
+		for t := range x {
+			for i := range x[t] {
+				x[t][i] = (f[t][i] + x[t][i]) + o[t][i]
+			}
+		}
+		return nil
+	}
 	for t := range o {
 		if ly.attnPost != nil {
 			rmsNorm(o[t], o[t], ly.attnPost, c.NormEps)
