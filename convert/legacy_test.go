@@ -41,23 +41,31 @@ func fileSHA256(t *testing.T, path string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// TestLegacyMeta: both layouts convert to convert_legacy_llama.py's bytes
-// for each of its output types, and to the same file.
+// metaFixtures are the folders of testdata/meta, each with the folder
+// holding its expected-<outtype>.json.
+var metaFixtures = []struct{ name, dir, expected string }{
+	{"single", metaDir("single"), meta},
+	{"split", metaDir("split"), meta},
+	{"moe", filepath.Join(meta, "moe", "mixtral-tiny"), filepath.Join(meta, "moe")},
+}
+
+// TestLegacyMeta: every folder converts to convert_legacy_llama.py's bytes
+// for each of its output types; one and two shards to the same file.
 func TestLegacyMeta(t *testing.T) {
 	for _, outtype := range []string{"f32", "f16", "q8_0"} {
-		var exp fixtureExpected
-		b, err := os.ReadFile(filepath.Join(meta, "expected-"+outtype+".json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &exp); err != nil {
-			t.Fatal(err)
-		}
 		got := map[string]string{}
-		for _, layout := range metaLayouts {
-			t.Run(outtype+"/"+layout, func(t *testing.T) {
-				out := convertTo(t, metaDir(layout), Options{OutType: outtype})
-				if got[layout] = fileSHA256(t, out); got[layout] != exp.File.SHA256 {
+		for _, fx := range metaFixtures {
+			t.Run(outtype+"/"+fx.name, func(t *testing.T) {
+				var exp fixtureExpected
+				b, err := os.ReadFile(filepath.Join(fx.expected, "expected-"+outtype+".json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(b, &exp); err != nil {
+					t.Fatal(err)
+				}
+				out := convertTo(t, fx.dir, Options{OutType: outtype})
+				if got[fx.name] = fileSHA256(t, out); got[fx.name] != exp.File.SHA256 {
 					t.Fatalf("sha256 differs from convert_legacy_llama.py's: %s", describeDiff(out, &exp))
 				}
 			})
@@ -69,9 +77,10 @@ func TestLegacyMeta(t *testing.T) {
 }
 
 // TestLegacyDefault: without --outtype and --outfile the script picks F32
-// for BF16 weights and names the file from the folder and the size label.
+// for BF16 weights and names the file from the metadata (the folder's
+// name) and the size label.
 func TestLegacyDefault(t *testing.T) {
-	var exp struct{ File, SHA256 string }
+	var exp map[string]json.RawMessage
 	b, err := os.ReadFile(filepath.Join(meta, "default.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -79,19 +88,23 @@ func TestLegacyDefault(t *testing.T) {
 	if err := json.Unmarshal(b, &exp); err != nil {
 		t.Fatal(err)
 	}
-	for _, layout := range metaLayouts {
-		t.Run(layout, func(t *testing.T) {
+	for _, fx := range metaFixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			var want struct{ File, SHA256 string }
+			if err := json.Unmarshal(exp[filepath.Base(fx.dir)], &want); err != nil {
+				t.Fatal(err)
+			}
 			// A copy: the default output goes beside the weights.
-			dir := copyDir(t, metaDir(layout))
+			dir := copyDir(t, fx.dir)
 			rep, err := Run(context.Background(), dir, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := filepath.Join(dir, exp.File); rep.Output != want {
-				t.Errorf("output %s, want %s", rep.Output, want)
+			if w := filepath.Join(dir, want.File); rep.Output != w {
+				t.Errorf("output %s, want %s", rep.Output, w)
 			}
-			if got := fileSHA256(t, rep.Output); got != exp.SHA256 {
-				t.Errorf("sha256 %s, convert_legacy_llama.py %s", got, exp.SHA256)
+			if got := fileSHA256(t, rep.Output); got != want.SHA256 {
+				t.Errorf("sha256 %s, convert_legacy_llama.py %s", got, want.SHA256)
 			}
 		})
 	}
@@ -124,6 +137,80 @@ func copyDir(t *testing.T, src string) string {
 		out.Close()
 	}
 	return dst
+}
+
+// TestLegacyTokenizerFiles: tokenizer.model in the folder above the
+// weights (Meta's own layout) gives the same file; a tokenizer_config.json
+// beside them adds SpecialVocab's keys, as the script does.
+func TestLegacyTokenizerFiles(t *testing.T) {
+	var f32 fixtureExpected
+	var extras struct {
+		TokenizerConfig struct{ SHA256 string } `json:"tokenizer_config"`
+	}
+	for path, dst := range map[string]any{filepath.Join(meta, "expected-f32.json"): &f32, filepath.Join(meta, "extras.json"): &extras} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(t *testing.T, dir string)
+		want string
+	}{
+		{"above", func(t *testing.T, dir string) {
+			if err := os.Rename(filepath.Join(dir, "tokenizer.model"), filepath.Join(filepath.Dir(dir), "tokenizer.model")); err != nil {
+				t.Fatal(err)
+			}
+		}, f32.File.SHA256},
+		{"tokenizer_config", func(t *testing.T, dir string) {
+			b, err := os.ReadFile(filepath.Join(stories, "source", "tokenizer_config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, dir, "tokenizer_config.json", string(b))
+		}, extras.TokenizerConfig.SHA256},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyDir(t, metaDir("split"))
+			tc.edit(t, dir)
+			if got := fileSHA256(t, convertTo(t, dir, Options{OutType: "f32"})); got != tc.want {
+				t.Errorf("sha256 %s, convert_legacy_llama.py %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLegacyAddedTokens: added_tokens.json's new ids follow the pieces as
+// USER_DEFINED tokens of score -1000; ids among the pieces are ignored.
+func TestLegacyAddedTokens(t *testing.T) {
+	dir := copyDir(t, metaDir("split"))
+	write(t, dir, "added_tokens.json", `{"<b>": 513, "<a>": 512, "<s>": 1}`)
+	kvs, err := legacyVocab(dir, 514)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]gguf.Value{}
+	for _, kv := range kvs {
+		got[kv.Key] = kv.Value
+	}
+	tokens, _ := got[gguf.KeyTokenizerTokens].Any().([]string)
+	scores, _ := got[gguf.KeyTokenizerScores].Any().([]float32)
+	types, _ := got[gguf.KeyTokenizerTokenType].Any().([]int32)
+	if len(tokens) != 514 || len(scores) != 514 || len(types) != 514 {
+		t.Fatalf("%d tokens, %d scores, %d types; want 514", len(tokens), len(scores), len(types))
+	}
+	for i, want := range []string{"<a>", "<b>"} {
+		if id := 512 + i; tokens[id] != want || scores[id] != -1000 || types[id] != 4 {
+			t.Errorf("token %d = %q, %g, type %d; want %q, -1000, 4", id, tokens[id], scores[id], types[id], want)
+		}
+	}
+	if tokens[1] != "<s>" || types[1] != 3 {
+		t.Errorf("token 1 = %q type %d, want the piece <s> (CONTROL)", tokens[1], types[1])
+	}
 }
 
 // TestLegacyQuantized: a llama-quantize type is applied to the legacy F32

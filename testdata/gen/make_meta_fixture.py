@@ -10,7 +10,14 @@ general.name is the folder's name):
   testdata/meta/single/stories260K/  consolidated.00.pth
   testdata/meta/split/stories260K/   consolidated.00.pth, consolidated.01.pth
 
-each with params.json and tokenizer.model (llama2.c's tok512). The tensors:
+each with params.json and tokenizer.model (llama2.c's tok512), and
+
+  testdata/meta/moe/mixtral-tiny/    consolidated.00.pth
+
+a random-weight mixture of experts in the layout of Mistral's original
+Mixtral release (params.json with "moe", per-expert w1/w2/w3 and a router
+feed_forward.gate per layer, one file), with the same tokenizer.model.
+The stories260K tensors:
 
   - Meta's names (tok_embeddings, layers.N.attention.wq …, norm, output,
     rope.freqs) in the order of Meta's llama/model.py state_dict;
@@ -99,3 +106,40 @@ for layout, n in (("single", 1), ("split", 2)):
     with open(os.path.join(d, "params.json"), "w") as f:
         json.dump(params, f)
     shutil.copyfile(os.path.join(src, "tokenizer.model"), os.path.join(d, "tokenizer.model"))
+
+
+# The mixture of experts: shrunken Mixtral-8x7B (dim 4096 → 32, 32 layers
+# → 2, 32/8 heads → 4/2, 8 experts of 14336 → 4 of 32), seed 120, BF16.
+g = torch.Generator().manual_seed(120)
+M_DIM, M_LAYERS, M_HEADS, M_KV, M_EXPERTS, M_FF, M_VOCAB = 32, 2, 4, 2, 4, 32, 512
+m_head = M_DIM // M_HEADS
+
+
+def rnd(*shape):
+    return (torch.randn(*shape, generator=g) * 0.1).to(torch.bfloat16)
+
+
+moe = {"tok_embeddings.weight": rnd(M_VOCAB, M_DIM), "norm.weight": (1 + rnd(M_DIM)).to(torch.bfloat16),
+       "output.weight": rnd(M_VOCAB, M_DIM)}
+for i in range(M_LAYERS):
+    p = f"layers.{i}."
+    moe[p + "attention.wq.weight"] = rnd(M_HEADS * m_head, M_DIM)
+    moe[p + "attention.wk.weight"] = rnd(M_KV * m_head, M_DIM)
+    moe[p + "attention.wv.weight"] = rnd(M_KV * m_head, M_DIM)
+    moe[p + "attention.wo.weight"] = rnd(M_DIM, M_HEADS * m_head)
+    moe[p + "feed_forward.gate.weight"] = rnd(M_EXPERTS, M_DIM)
+    for e in range(M_EXPERTS):
+        moe[p + f"feed_forward.experts.{e}.w1.weight"] = rnd(M_FF, M_DIM)
+        moe[p + f"feed_forward.experts.{e}.w2.weight"] = rnd(M_DIM, M_FF)
+        moe[p + f"feed_forward.experts.{e}.w3.weight"] = rnd(M_FF, M_DIM)
+    moe[p + "attention_norm.weight"] = (1 + rnd(M_DIM)).to(torch.bfloat16)
+    moe[p + "ffn_norm.weight"] = (1 + rnd(M_DIM)).to(torch.bfloat16)
+d = os.path.join(out, "moe", "mixtral-tiny")
+shutil.rmtree(d, ignore_errors=True)
+os.makedirs(d)
+torch.save(moe, os.path.join(d, "consolidated.00.pth"))
+with open(os.path.join(d, "params.json"), "w") as f:
+    json.dump({"dim": M_DIM, "n_layers": M_LAYERS, "head_dim": m_head, "hidden_dim": M_FF, "n_heads": M_HEADS,
+               "n_kv_heads": M_KV, "norm_eps": 1e-05, "vocab_size": M_VOCAB,
+               "moe": {"num_experts_per_tok": 2, "num_experts": M_EXPERTS}}, f)
+shutil.copyfile(os.path.join(src, "tokenizer.model"), os.path.join(d, "tokenizer.model"))

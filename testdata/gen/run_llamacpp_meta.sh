@@ -1,38 +1,70 @@
 #!/usr/bin/env bash
-# Rerun llama.cpp's examples/convert_legacy_llama.py on testdata/meta (see its README) and rewrite
-# testdata/meta/expected-{f32,f16,q8_0}.json and default.json.
+# Rerun llama.cpp's examples/convert_legacy_llama.py on testdata/meta (see its README) and rewrite its
+# expected-*.json, default.json and extras.json:
 #   testdata/gen/run_llamacpp_meta.sh <llama.cpp> <python with torch, numpy, sentencepiece>
-# Both layouts (single/ and split/) are converted; the script stops if their outputs differ.
+# stories260K is converted from both layouts (single/ and split/); the script stops if their outputs differ.
 set -euo pipefail
 L=$1 PY=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
-run() { (cd "$work/$1" && PYTHONPATH="$L/gguf-py" "$PY" "$L/examples/convert_legacy_llama.py" stories260K "${@:2}" >/dev/null 2>&1); }
 commit=$(git -C "$L" rev-parse --short HEAD 2>/dev/null || echo 0c1e570)
-for layout in single split; do
-  mkdir -p "$work/$layout"
-  cp -r "$root/testdata/meta/$layout/stories260K" "$work/$layout/"
-  for t in f32 f16 q8_0; do run "$layout" --outtype "$t" --outfile "$t.gguf"; done
-  run "$layout" # default outtype and file name, written beside the weights
-done
-for t in f32 f16 q8_0; do
-  cmp "$work/single/$t.gguf" "$work/split/$t.gguf"
-  PYTHONPATH="$L/gguf-py" "$PY" - "$work/split/$t.gguf" "$t" "$commit" "$root/testdata/gen/dump_gguf_expected.py" \
-    > "$root/testdata/meta/expected-$t.json" <<'EOF'
+# run LAYOUT MODEL ARGS…: the script in $work/LAYOUT on its copy of MODEL.
+run() { (cd "$work/$1" && PYTHONPATH="$L/gguf-py" "$PY" "$L/examples/convert_legacy_llama.py" "$2" "${@:3}" >/dev/null 2>&1); }
+# expect FILE MODEL OUTTYPE DEST INPUT: gguf-py's description of FILE, with how it was made.
+expect() {
+  PYTHONPATH="$L/gguf-py" "$PY" - "$1" "$2" "$3" "$commit" "$root/testdata/gen/dump_gguf_expected.py" "$5" > "$4" <<'EOF'
 import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("dump", sys.argv[4])
+spec = importlib.util.spec_from_file_location("dump", sys.argv[5])
 dump = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(dump)
 d = dump.describe(sys.argv[1])
-d["made_with"] = {"llama.cpp": sys.argv[3],
-                  "command": f"python examples/convert_legacy_llama.py stories260K --outtype {sys.argv[2]} --outfile {sys.argv[2]}.gguf",
-                  "input": "testdata/meta/single/stories260K and testdata/meta/split/stories260K (same output)"}
+model, t = sys.argv[2], sys.argv[3]
+d["made_with"] = {"llama.cpp": sys.argv[4],
+                  "command": f"python examples/convert_legacy_llama.py {model} --outtype {t} --outfile {t}.gguf",
+                  "input": sys.argv[6]}
 json.dump(d, sys.stdout, indent=1, ensure_ascii=False)
 print()
 EOF
+}
+# convert LAYOUT SUBDIR MODEL: every outtype and the default into $work/LAYOUT.
+convert() {
+  mkdir -p "$work/$1"
+  cp -r "$root/testdata/meta/$2/$3" "$work/$1/"
+  for t in f32 f16 q8_0; do run "$1" "$3" --outtype "$t" --outfile "$t.gguf"; done
+  run "$1" "$3" # default outtype and file name, written beside the weights
+}
+convert single single stories260K
+convert split split stories260K
+convert moe moe mixtral-tiny
+defaults=()
+for t in f32 f16 q8_0; do
+  cmp "$work/single/$t.gguf" "$work/split/$t.gguf"
+  expect "$work/split/$t.gguf" stories260K "$t" "$root/testdata/meta/expected-$t.json" \
+    "testdata/meta/single/stories260K and testdata/meta/split/stories260K (same output)"
+  expect "$work/moe/$t.gguf" mixtral-tiny "$t" "$root/testdata/meta/moe/expected-$t.json" "testdata/meta/moe/mixtral-tiny"
 done
-def=$(cd "$work/split/stories260K" && ls *.gguf)
-cmp "$work/single/stories260K/$def" "$work/split/stories260K/$def"
-sum=$(sha256sum "$work/split/stories260K/$def" | cut -d' ' -f1)
-printf '{\n "about": "convert_legacy_llama.py stories260K (no --outtype, no --outfile): its default output type and file name",\n "file": "%s",\n "sha256": "%s"\n}\n' "$def" "$sum" > "$root/testdata/meta/default.json"
+describe_default() { # DIR: the one .gguf the default run wrote there
+  local f
+  f=$(cd "$1" && ls ./*.gguf)
+  printf '{"file": "%s", "sha256": "%s"}' "${f#./}" "$(sha256sum "$1/$f" | cut -d' ' -f1)"
+}
+cmp "$work/single/stories260K/"*.gguf "$work/split/stories260K/"*.gguf
+printf '{\n "about": "convert_legacy_llama.py MODEL (no --outtype, no --outfile): its default output type and file name",\n "stories260K": %s,\n "mixtral-tiny": %s\n}\n' \
+  "$(describe_default "$work/split/stories260K")" "$(describe_default "$work/moe/mixtral-tiny")" > "$root/testdata/meta/default.json"
+# extras.json: the split folder with tokenizer.model moved to the folder above (as Meta ships it) must give
+# expected-f32.json's bytes; with stories260K's tokenizer_config.json beside it, SpecialVocab adds its flags.
+mkdir -p "$work/above" "$work/tc"
+cp -r "$root/testdata/meta/split/stories260K" "$work/above/"
+mv "$work/above/stories260K/tokenizer.model" "$work/above/"
+run above stories260K --outtype f32 --outfile f32.gguf
+cmp "$work/above/f32.gguf" "$work/split/f32.gguf"
+cp -r "$root/testdata/meta/split/stories260K" "$work/tc/"
+cp "$root/testdata/stories260K/source/tokenizer_config.json" "$work/tc/stories260K/"
+run tc stories260K --outtype f32 --outfile f32.gguf
+printf '{
+ "about": "convert_legacy_llama.py stories260K --outtype f32 on testdata/meta/split/stories260K with testdata/stories260K/source/tokenizer_config.json copied beside the weights",
+ "tokenizer_config": {"sha256": "%s"}
+}
+' \
+  "$(sha256sum "$work/tc/f32.gguf" | cut -d' ' -f1)" > "$root/testdata/meta/extras.json"
 echo "files in $work"
