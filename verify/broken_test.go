@@ -28,7 +28,7 @@ type tensor struct {
 	data  []byte
 }
 
-func loadModel(t *testing.T, path string) *model {
+func loadModel(t testing.TB, path string) *model {
 	t.Helper()
 	f := open(t, path)
 	m := &model{kvs: slices.Clone(f.KVs)}

@@ -19,7 +19,7 @@ const (
 	storiesQ4KM = "../testdata/stories260K/quantized/stories260K-Q4_K_M-imat.gguf"
 )
 
-func open(t *testing.T, path string) *ggufread.File {
+func open(t testing.TB, path string) *ggufread.File {
 	t.Helper()
 	f, err := ggufread.Open(path)
 	if err != nil {
