@@ -308,8 +308,14 @@ func legacyParamsOf(raw map[string]any, src readers.Source) (*legacyParams, erro
 	default:
 		p.nCtx = 2048
 	}
+	infos := src.Tensors()
+	if p.nLayer > int64(len(infos)) {
+		// Every layer has tensors; the bound also keeps the name map,
+		// built per layer, from growing with a hostile n_layers.
+		return nil, fmt.Errorf("params.json: n_layers = %d, but the checkpoint has only %d tensors", p.nLayer, len(infos))
+	}
 	shapes := map[string][]int64{}
-	for _, t := range src.Tensors() {
+	for _, t := range infos {
 		shapes[t.Name] = t.Shape
 	}
 	emb, ok := shapes["tok_embeddings.weight"]

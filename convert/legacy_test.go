@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/ggufkit/ggufkit/quantize"
 	"github.com/ggufkit/ggufkit/quantize/mix"
 	"github.com/ggufkit/ggufkit/readers"
+	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 	"github.com/ggufkit/ggufkit/readers/hf"
 	"github.com/ggufkit/ggufkit/requantize"
 )
@@ -333,6 +335,9 @@ func TestLegacyRefuses(t *testing.T) {
 		{"too-few-layers", func(t *testing.T, dir string) {
 			write(t, dir, "params.json", `{"dim": 64, "n_heads": 8, "n_layers": 2, "norm_eps": 1e-05}`)
 		}, Options{}, `unexpected tensor name "layers.2.attention.wq.weight"`},
+		{"huge-n_layers", func(t *testing.T, dir string) {
+			write(t, dir, "params.json", `{"dim": 64, "n_heads": 8, "n_layers": 1000000000000, "norm_eps": 1e-05}`)
+		}, Options{}, "n_layers = 1000000000000, but the checkpoint has only 31 tensors"},
 		{"moe-missing-experts", func(t *testing.T, dir string) {
 			write(t, dir, "params.json", `{"dim": 64, "n_heads": 8, "n_layers": 3, "norm_eps": 1e-05, "moe": {"num_experts": 2, "num_experts_per_tok": 1}}`)
 		}, Options{}, "layers.0.feed_forward.experts.0.w1.weight"},
@@ -433,5 +438,49 @@ func TestLegacyTensors(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.errHas)
 			}
 		})
+	}
+}
+
+// TestLegacyMatchesHF: the Meta fixture is stories260K with Q/K in Meta's
+// order, so its F32 conversion (no permutation) holds the BF16 rounding of
+// the values llama.cpp's Hugging Face conversion (which permutes back)
+// writes — a check of the fixture and of the layout, independent of the
+// legacy script.
+func TestLegacyMatchesHF(t *testing.T) {
+	hfFile, err := ggufread.Open(filepath.Join(stories, "gguf", "stories260K-F32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hfFile.Close()
+	legacy, err := ggufread.Open(convertTo(t, metaDir("split"), Options{OutType: "f32"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer legacy.Close()
+	hfShape := map[string]string{}
+	for _, ti := range hfFile.Tensors {
+		hfShape[ti.Name] = fmt.Sprint(ti.Shape)
+	}
+	compared := 0
+	for _, ti := range legacy.Tensors {
+		name := ti.Name
+		if name == "output.weight" {
+			name = "token_embd.weight" // stories260K ties them
+		}
+		if hfShape[name] != fmt.Sprint(ti.Shape) {
+			continue // the cut feed-forward tensors
+		}
+		got, _ := legacy.TensorData(ti.Name)
+		want, _ := hfFile.TensorData(name)
+		for i := 0; i < len(want); i += 4 {
+			w := quantize.BF16ToFP32(quantize.FP32ToBF16(math.Float32frombits(binary.LittleEndian.Uint32(want[i:]))))
+			if g := math.Float32frombits(binary.LittleEndian.Uint32(got[i:])); g != w {
+				t.Fatalf("%s[%d] = %g, the Hugging Face conversion's %g", ti.Name, i/4, g, w)
+			}
+		}
+		compared++
+	}
+	if compared != 3*6+3 {
+		t.Errorf("compared %d tensors, want 21 (6 per layer, token_embd, output_norm, output)", compared)
 	}
 }
