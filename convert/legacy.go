@@ -78,15 +78,18 @@ func openLegacy(m *hf.Model, opts Options) (*job, error) {
 	}
 	j := &job{opts: opts, model: m, legacy: &legacyJob{params: p, outputs: outs}, encoder: legacyEncode}
 	outType := opts.OutType
-	if ft, ok := legacyOutTypes[outType]; ok {
+	ft, isLegacyType := legacyOutTypes[outType]
+	_, isConverterType := converterTypes[outType]
+	switch {
+	case isLegacyType:
 		j.ft = ft
-	} else if outType == "" || outType == "auto" {
+	case outType == "" || outType == "auto":
 		if j.ft, err = legacyPickType(outs); err != nil {
 			return fail(err)
 		}
-	} else if _, ok := converterTypes[outType]; ok {
+	case isConverterType:
 		return fail(fmt.Errorf("--outtype %s: convert_legacy_llama.py writes f32, f16 or q8_0", outType))
-	} else {
+	default:
 		t, err := mix.ParseTarget(outType)
 		if err != nil {
 			return fail(fmt.Errorf("--outtype %q: not f32, f16, q8_0 nor %w", outType, err))
@@ -101,19 +104,16 @@ func openLegacy(m *hf.Model, opts Options) (*job, error) {
 }
 
 // legacyPickType is pick_output_type without --outtype: blk.0.attn_q's
-// stored dtype decides, F32 for F32 and BF16 weights, F16 for F16.
+// stored dtype decides, F16 for F16 weights, F32 for F32 and BF16 ones
+// (legacyOutputs has refused any other dtype).
 func legacyPickType(outs []arch.Output) (gguf.FileType, error) {
 	for _, o := range outs {
-		if o.Name != "blk.0.attn_q.weight" {
-			continue
-		}
-		switch o.Sources[0].DType {
-		case readers.F32, readers.BF16:
+		if o.Name == "blk.0.attn_q.weight" {
+			if o.Sources[0].DType == readers.F16 {
+				return gguf.FileTypeF16, nil
+			}
 			return gguf.FileTypeAllF32, nil
-		case readers.F16:
-			return gguf.FileTypeF16, nil
 		}
-		return 0, fmt.Errorf("tensor %q is stored as %s: give --outtype", o.Sources[0].Source, o.Sources[0].DType)
 	}
 	return 0, fmt.Errorf("no layers.0.attention.wq.weight to choose the output type from: give --outtype")
 }

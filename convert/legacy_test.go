@@ -90,14 +90,22 @@ func TestLegacyDefault(t *testing.T) {
 	if err := json.Unmarshal(b, &exp); err != nil {
 		t.Fatal(err)
 	}
+	cases := []struct{ name, dir, as string }{
+		// A folder name with a size label: the file name takes it,
+		// general.size_label the count of the weights.
+		{"named", metaDir("split"), "Tiny-Llama-7B-chat"},
+	}
 	for _, fx := range metaFixtures {
-		t.Run(fx.name, func(t *testing.T) {
+		cases = append(cases, struct{ name, dir, as string }{fx.name, fx.dir, filepath.Base(fx.dir)})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			var want struct{ File, SHA256 string }
-			if err := json.Unmarshal(exp[filepath.Base(fx.dir)], &want); err != nil {
+			if err := json.Unmarshal(exp[tc.as], &want); err != nil {
 				t.Fatal(err)
 			}
 			// A copy: the default output goes beside the weights.
-			dir := copyDir(t, fx.dir)
+			dir := copyDir(t, tc.dir, tc.as)
 			rep, err := Run(context.Background(), dir, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -112,10 +120,14 @@ func TestLegacyDefault(t *testing.T) {
 	}
 }
 
-// copyDir copies a folder's files into a new folder of the same name.
-func copyDir(t *testing.T, src string) string {
+// copyDir copies a folder's files into a new folder of the same name, or
+// of the name given.
+func copyDir(t *testing.T, src string, name ...string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	if len(name) > 0 {
+		dst = filepath.Join(filepath.Dir(dst), name[0])
+	}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -49,8 +49,13 @@ describe_default() { # DIR: the one .gguf the default run wrote there
   printf '{"file": "%s", "sha256": "%s"}' "${f#./}" "$(sha256sum "$1/$f" | cut -d' ' -f1)"
 }
 cmp "$work/single/stories260K/"*.gguf "$work/split/stories260K/"*.gguf
-printf '{\n "about": "convert_legacy_llama.py MODEL (no --outtype, no --outfile): its default output type and file name",\n "stories260K": %s,\n "mixtral-tiny": %s\n}\n' \
-  "$(describe_default "$work/split/stories260K")" "$(describe_default "$work/moe/mixtral-tiny")" > "$root/testdata/meta/default.json"
+# A folder name the metadata heuristics read a size label from (the file name takes it, general.size_label not).
+mkdir -p "$work/named"
+cp -r "$root/testdata/meta/split/stories260K" "$work/named/Tiny-Llama-7B-chat"
+run named Tiny-Llama-7B-chat
+printf '{\n "about": "convert_legacy_llama.py MODEL (no --outtype, no --outfile): its default output type and file name; Tiny-Llama-7B-chat is a copy of split/stories260K",\n "stories260K": %s,\n "mixtral-tiny": %s,\n "Tiny-Llama-7B-chat": %s\n}\n' \
+  "$(describe_default "$work/split/stories260K")" "$(describe_default "$work/moe/mixtral-tiny")" \
+  "$(describe_default "$work/named/Tiny-Llama-7B-chat")" > "$root/testdata/meta/default.json"
 # extras.json: the split folder with tokenizer.model moved to the folder above (as Meta ships it) must give
 # expected-f32.json's bytes; with stories260K's tokenizer_config.json beside it, SpecialVocab adds its flags.
 mkdir -p "$work/above" "$work/tc"
