@@ -76,6 +76,9 @@ func materialize(t testing.TB, c sourceCase) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, src := range c.Files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), readMaybeBz2(t, filepath.Join("testdata", src)), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -30,6 +30,7 @@ for name, case in cases.items():
         os.mkdir(src)
         for dst, rel in case["files"].items():
             path = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(os.path.join(src, dst)), exist_ok=True)
             if path.endswith(".bz2"):
                 with bz2.open(path) as r, open(os.path.join(src, dst), "wb") as w:
                     shutil.copyfileobj(r, w)
