@@ -645,6 +645,34 @@ FIXTURES["bert"] = dict(
         "vocab_size": 30522,
     })
 
+FIXTURES["bertmlm"] = dict(
+    cls="BertForMaskedLM", source="google-bert/bert-base-uncased", tokenizer="bert-base-uncased",
+    dtype="float16", seed=116, norm="one",
+    why="masked-LM checkpoint: every name under bert., cls.predictions head (dropped by the converter), no "
+        "sentence-transformers files (no pooling type); F16 (the real one is F32) and hidden 8 because of the "
+        "30522-token vocab",
+    config={
+        "architectures": ["BertForMaskedLM"],
+        "attention_probs_dropout_prob": 0.1,
+        "gradient_checkpointing": False,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1,
+        "hidden_size": 8,             # 768
+        "initializer_range": 0.02,
+        "intermediate_size": 32,      # 3072
+        "layer_norm_eps": 1e-12,
+        "max_position_embeddings": 512,
+        "model_type": "bert",
+        "num_attention_heads": 2,     # 12
+        "num_hidden_layers": 2,       # 12
+        "pad_token_id": 0,
+        "position_embedding_type": "absolute",
+        "transformers_version": "4.6.0.dev0",
+        "type_vocab_size": 2,
+        "use_cache": True,
+        "vocab_size": 30522,
+    })
+
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
