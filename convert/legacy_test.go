@@ -198,6 +198,17 @@ func TestLegacyTokenizerFiles(t *testing.T) {
 	}
 }
 
+// TestLegacyShardFile: a shard given as a file converts its whole folder,
+// named after the folder (the script names it after the file).
+func TestLegacyShardFile(t *testing.T) {
+	want := convertTo(t, metaDir("split"), Options{OutType: "f16"})
+	for _, name := range []string{"consolidated.00.pth", "consolidated.01.pth"} {
+		t.Run(name, func(t *testing.T) {
+			sameGGUF(t, convertTo(t, filepath.Join(metaDir("split"), name), Options{OutType: "f16"}), want)
+		})
+	}
+}
+
 // TestLegacyAddedTokens: added_tokens.json's new ids follow the pieces as
 // USER_DEFINED tokens of score -1000; ids among the pieces are ignored.
 func TestLegacyAddedTokens(t *testing.T) {

@@ -31,7 +31,7 @@ func legacyVocab(root string, nVocab int64) ([]gguf.KV, error) {
 	path := filepath.Join(root, "tokenizer.model")
 	beside := exists(path)
 	if !beside {
-		path = filepath.Join(filepath.Dir(root), "tokenizer.model")
+		path = filepath.Join(filepath.Dir(filepath.Clean(root)), "tokenizer.model")
 		if !exists(path) {
 			if exists(filepath.Join(root, "tokenizer.json")) {
 				return nil, fmt.Errorf("convert: %s: no tokenizer.model here or in the folder above; convert_legacy_llama.py would then read tokenizer.json through transformers (--vocab-type hfft), which ggufkit does not: add Meta's tokenizer.model, or add config.json to convert the folder as a Hugging Face model", root)

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -58,8 +59,9 @@ func (m *Model) Close() error { return m.Source.Close() }
 //     its PyTorch weights (pytorch_model.bin.index.json, pytorch_model*.bin,
 //     consolidated.*.pth, or a single .pth/.pt/.bin — see pytorch.OpenDir);
 //   - a weights file (.safetensors, .bin, .pth, .pt) or an index
-//     (*.index.json): that file alone (or the shards it names), with the
-//     configuration and tokenizer files of its folder;
+//     (*.index.json): that file alone (or the shards it names; for one of
+//     Meta's consolidated.NN.pth shards, every shard of its folder), with
+//     the configuration and tokenizer files of its folder;
 //   - a Hugging Face cache entry (models--org--name): the snapshot its
 //     refs/main names (or its only snapshot when there is no refs/main).
 //
@@ -107,6 +109,9 @@ func Open(path string) (*Model, error) {
 	return m, nil
 }
 
+// consolidatedShard matches the names of Meta's model-parallel shards.
+var consolidatedShard = regexp.MustCompile(`^consolidated\.[0-9]+\.pth$`)
+
 // openFile opens one weights file or index.
 func openFile(path string) (readers.Source, error) {
 	base := filepath.Base(path)
@@ -117,6 +122,11 @@ func openFile(path string) (readers.Source, error) {
 		return safetensors.OpenIndex(path)
 	case strings.HasSuffix(base, ".bin.index.json"):
 		return pytorch.OpenIndex(path, nil)
+	case consolidatedShard.MatchString(base):
+		// One model-parallel shard holds a slice of every tensor: as
+		// convert_legacy_llama.py does (find_multifile_paths), the whole
+		// consolidated.NN.pth set of its folder is opened.
+		return pytorch.OpenConsolidated(filepath.Dir(path), nil)
 	case strings.HasSuffix(base, ".bin") || strings.HasSuffix(base, ".pth") || strings.HasSuffix(base, ".pt"):
 		return pytorch.Open([]string{path}, nil)
 	}

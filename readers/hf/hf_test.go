@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,6 +110,29 @@ func TestOpenStories(t *testing.T) {
 			}
 			defer m.Close()
 			checkStories(t, m, tc.root, tc.shards)
+		})
+	}
+}
+
+// TestOpenConsolidatedShard: one of Meta's model-parallel shards given as
+// a file opens the whole set of its folder, merged as the folder is.
+func TestOpenConsolidatedShard(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "meta", "split", "stories260K")
+	for _, name := range []string{"consolidated.00.pth", "consolidated.01.pth"} {
+		t.Run(name, func(t *testing.T) {
+			m, err := Open(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if m.Root != dir || filepath.Base(m.Config.File) != ParamsName {
+				t.Errorf("root %s, config %s", m.Root, m.Config.File)
+			}
+			for _, ti := range m.Source.Tensors() {
+				if ti.Name == "tok_embeddings.weight" && fmt.Sprint(ti.Shape) != "[512 64]" {
+					t.Errorf("tok_embeddings.weight has shape %v, want both shards' [512 64]", ti.Shape)
+				}
+			}
 		})
 	}
 }
