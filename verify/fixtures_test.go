@@ -94,6 +94,7 @@ func TestFixtures(t *testing.T) {
 		{"mistral", "Once upon a time there was"},
 		{"gemma2", "One, two, three, four"},
 		{"gpt2", "The quick brown fox"},
+		{"mixtral", "Two experts of four, chosen per token"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

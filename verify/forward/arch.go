@@ -39,6 +39,26 @@ const (
 	factorsLongShort             // rope_factors_long/short.weight (phi3 LongRoPE)
 )
 
+// moeKind is an architecture's mixture-of-experts FFN (build_moe_ffn with
+// soft-max gating and the options its graph passes).
+type moeKind uint8
+
+const (
+	moeNone   moeKind = iota // dense only
+	moeLlama                 // top-k of soft-max, weights renormalised (Mixtral)
+	moeNormed                // the same with expert_feed_forward_length (qwen3moe)
+	moeShared                // weights not renormalised, plus a sigmoid-gated shared expert (qwen2moe)
+)
+
+// moeInfo says whether and how an architecture routes its FFN.
+type moeInfo struct {
+	kind     moeKind
+	required bool // the architecture refuses n_expert = 0
+}
+
+// normW reports whether the top-k weights are renormalised to sum to 1.
+func (m moeInfo) normW() bool { return m.kind == moeLlama || m.kind == moeNormed }
+
 // archInfo is one row of the architecture table: the graph's options, the
 // architecture's extra hyperparameters (its load_arch_hparams) and its tensors
 // (its load_arch_tensors).
@@ -56,6 +76,8 @@ type archInfo struct {
 	// postNorms normalises the attention and FFN outputs before the residual
 	// add (gemma2, gemma3).
 	postNorms bool
+	// moe is the mixture-of-experts FFN, if the architecture has one.
+	moe moeInfo
 	// parallelResidual lets {arch}.use_parallel_residual run attention and
 	// FFN on the same input: x + attn(ln1(x)) + ffn(ln2(x)) (gptneox).
 	parallelResidual bool
@@ -75,6 +97,7 @@ var archs = map[string]*archInfo{
 	"llama": {
 		norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLU, ropeFactors: factorsFreqs,
 		checkRot: true, sameHeadDims: true, rotIsHead: true,
+		moe:     moeInfo{kind: moeLlama},
 		hparams: rmsEps,
 		tensors: concat(headRules(true, false), []rule{
 			{name: "rope_freqs.weight", dims: []dim{dRot2}, optional: true},
@@ -83,7 +106,36 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
 			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}, optional: true},
 			ffnNormRule,
-		}, gatedFFNRules(true)),
+		}, dense(gatedFFNRules(true)), expertRules(false)),
+	},
+	"qwen2moe": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU,
+		sameHeadDims: true, rotIsHead: true,
+		moe:     moeInfo{kind: moeShared, required: true},
+		hparams: rmsEps,
+		tensors: concat([]rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}},
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+			ffnNormRule,
+		}, expertRules(true)),
+	},
+	"qwen3moe": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU, qkNorm: true,
+		sameHeadDims: true, rotIsHead: true,
+		moe:     moeInfo{kind: moeNormed, required: true},
+		hparams: rmsEps,
+		tensors: concat(headRules(true, false), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK}},
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}},
+			ffnNormRule,
+		}, expertRules(false)),
 	},
 	"qwen2": {
 		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU,
@@ -360,6 +412,9 @@ const (
 	dHeadK               // n_embd_head_k
 	dRot2                // n_rot/2
 	dFusedQKV            // n_embd + n_embd_k_gqa + n_embd_v_gqa (gpt2)
+	dExperts             // n_expert
+	dFFExp               // each routed expert's FFN width
+	dFFShared            // the shared expert's FFN width
 )
 
 func (c *Config) size(d dim) int64 {
@@ -386,6 +441,12 @@ func (c *Config) size(d dim) int64 {
 		return int64(c.Rot / 2)
 	case dFusedQKV:
 		return int64(c.Embd + c.kvDimK() + c.kvDimV())
+	case dExperts:
+		return int64(c.Experts)
+	case dFFExp:
+		return int64(c.FFExp)
+	case dFFShared:
+		return int64(c.FFShared)
 	}
 	panic(fmt.Sprintf("forward: unknown dim %d", d))
 }
@@ -400,6 +461,57 @@ type rule struct {
 	dims     []dim
 	optional bool
 	qkv      bool
+	// only restricts the rule to dense (onlyDense) or mixture-of-experts
+	// (onlyMoE) configurations.
+	only ruleScope
+}
+
+type ruleScope uint8
+
+const (
+	always ruleScope = iota
+	onlyDense
+	onlyMoE
+)
+
+// applies reports whether the rule is part of configuration c.
+func (r rule) applies(c *Config) bool {
+	switch r.only {
+	case onlyDense:
+		return c.Experts == 0
+	case onlyMoE:
+		return c.Experts > 0
+	}
+	return true
+}
+
+// dense marks rules as those of a dense FFN.
+func dense(rs []rule) []rule {
+	out := make([]rule, len(rs))
+	for i, r := range rs {
+		r.only = onlyDense
+		out[i] = r
+	}
+	return out
+}
+
+// expertRules are a routed FFN's tensors (the router and the stacked
+// experts, ne2 = n_expert) and, with shared, qwen2moe's shared expert.
+func expertRules(shared bool) []rule {
+	rs := []rule{
+		{name: "blk.%d.ffn_gate_inp.weight", dims: []dim{dEmbd, dExperts}, only: onlyMoE},
+		{name: "blk.%d.ffn_gate_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyMoE},
+		{name: "blk.%d.ffn_down_exps.weight", dims: []dim{dFFExp, dEmbd, dExperts}, only: onlyMoE},
+		{name: "blk.%d.ffn_up_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyMoE},
+	}
+	if shared {
+		rs = append(rs,
+			rule{name: "blk.%d.ffn_gate_inp_shexp.weight", dims: []dim{dEmbd}, only: onlyMoE},
+			rule{name: "blk.%d.ffn_gate_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoE},
+			rule{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyMoE},
+			rule{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoE})
+	}
+	return rs
 }
 
 var (
@@ -470,13 +582,14 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 		out = append(out, TensorSpec{Name: name, Shape: shape, Optional: optional})
 	}
 	for _, r := range c.arch.tensors {
-		if !r.qkv && !strings.Contains(r.name, "%d") {
+		if !r.qkv && !strings.Contains(r.name, "%d") && r.applies(c) {
 			add(r.name, r.optional, r.dims...)
 		}
 	}
 	for il := 0; il < c.Layers; il++ {
 		for _, r := range c.arch.tensors {
 			switch {
+			case !r.applies(c):
 			case r.qkv:
 				in, q, k, v := r.dims[0], r.dims[1], r.dims[2], r.dims[3]
 				fused := fmt.Sprintf("blk.%d.attn_qkv.weight", il)

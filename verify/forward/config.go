@@ -71,6 +71,10 @@ type Config struct {
 	// AttnSoftcap and FinalSoftcap cap attention scores and output logits
 	// with c·tanh(x/c); 0 means no capping.
 	AttnSoftcap, FinalSoftcap float32
+	// Experts and ExpertsUsed are the mixture-of-experts counts (0 for a
+	// dense model); FFExp and FFShared the widths of each routed expert and
+	// of the shared expert (qwen2moe).
+	Experts, ExpertsUsed, FFExp, FFShared int
 	// ParallelResidual runs attention and FFN on the same layer input
 	// (gptneox's use_parallel_residual).
 	ParallelResidual bool
@@ -218,12 +222,8 @@ func (c *Config) readCommon(r *kvReader) error {
 	if c.Layers <= 0 || c.Layers > maxLayers {
 		return fmt.Errorf("%w: %s = %d (must be 1..%d)", ErrMetadata, r.key(gguf.SuffixBlockCount), c.Layers, maxLayers)
 	}
-	var experts int
-	if _, err := r.u32(r.key(gguf.SuffixExpertCount), &experts, false); err != nil {
+	if err := c.readExperts(r); err != nil {
 		return err
-	}
-	if experts > 0 {
-		return fmt.Errorf("%w: mixture-of-experts model (%s = %d)", ErrUnsupported, r.key(gguf.SuffixExpertCount), experts)
 	}
 	if err := r.u32OrArr(r.key(gguf.SuffixFeedForwardLength), &c.FF, c.Layers, false); err != nil {
 		return err
@@ -292,10 +292,14 @@ func (c *Config) readCommon(r *kvReader) error {
 	if _, err := r.u32(r.key(gguf.SuffixRopeDimensionCount), &c.Rot, false); err != nil {
 		return err
 	}
+	ff := c.FF
+	if c.Experts > 0 && ff == 0 {
+		ff = 1 // a mixture of experts may give only expert widths
+	}
 	for _, d := range []struct {
 		name string
 		v    int
-	}{{"context_length", c.CtxTrain}, {"embedding_length", c.Embd}, {"feed_forward_length", c.FF},
+	}{{"context_length", c.CtxTrain}, {"embedding_length", c.Embd}, {"feed_forward_length", ff},
 		{"attention.head_count", c.Heads}, {"key_length", c.HeadDimK}, {"value_length", c.HeadDimV}, {"vocab", c.Vocab}} {
 		if d.v <= 0 || d.v > maxDim {
 			return fmt.Errorf("%w: %s %s = %d (must be 1..%d)", ErrMetadata, c.Arch, d.name, d.v, maxDim)
@@ -318,6 +322,78 @@ func (c *Config) readCommon(r *kvReader) error {
 	}
 	c.SWA = make([]bool, c.Layers)
 	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDimK)))
+	return c.readExpertWidths(r)
+}
+
+// maxExperts is LLAMA_MAX_EXPERTS.
+const maxExperts = 1024
+
+// readExperts reads the mixture-of-experts counts as load_hparams does and
+// refuses what llama.cpp asserts (more experts used than there are) and
+// what this package does not implement (expert groups, an architecture
+// without a routed FFN).
+func (c *Config) readExperts(r *kvReader) error {
+	if _, err := r.u32(r.key(gguf.SuffixExpertCount), &c.Experts, false); err != nil {
+		return err
+	}
+	if c.Experts == 0 {
+		if c.arch.moe.required {
+			return fmt.Errorf("%w: n_expert must be > 0 for %s", ErrMetadata, c.Arch)
+		}
+		return nil
+	}
+	if c.arch.moe.kind == moeNone {
+		return fmt.Errorf("%w: mixture-of-experts %s (%s = %d)", ErrUnsupported, c.Arch, r.key(gguf.SuffixExpertCount), c.Experts)
+	}
+	if c.Experts > maxExperts {
+		return fmt.Errorf("%w: %s = %d (at most %d)", ErrMetadata, r.key(gguf.SuffixExpertCount), c.Experts, maxExperts)
+	}
+	if err := r.u32OrArr(r.key(gguf.SuffixExpertUsedCount), &c.ExpertsUsed, c.Layers, false); err != nil {
+		return err
+	}
+	if c.ExpertsUsed <= 0 || c.ExpertsUsed > c.Experts {
+		return fmt.Errorf("%w: %d of %d experts used", ErrMetadata, c.ExpertsUsed, c.Experts)
+	}
+	var groups int
+	if _, err := r.u32(r.key("expert_group_count"), &groups, false); err != nil {
+		return err
+	}
+	if groups > 1 {
+		return fmt.Errorf("%w: expert groups (%d)", ErrUnsupported, groups)
+	}
+	return nil
+}
+
+// readExpertWidths sets the expert widths after the FFN width is known:
+// n_ff for llama's experts, else expert_feed_forward_length or n_ff /
+// n_expert_used (load_arch_tensors of qwen2moe and qwen3moe), and the
+// shared expert's expert_shared_feed_forward_length or n_ff.
+func (c *Config) readExpertWidths(r *kvReader) error {
+	if c.Experts == 0 {
+		return nil
+	}
+	c.FFExp = c.FF
+	if c.arch.moe.kind != moeLlama {
+		c.FFExp = 0
+		if err := r.u32OrArr(r.key(gguf.SuffixExpertFFLength), &c.FFExp, c.Layers, false); err != nil {
+			return err
+		}
+		if c.FFExp == 0 {
+			c.FFExp = c.FF / c.ExpertsUsed
+		}
+	}
+	if c.arch.moe.kind == moeShared {
+		c.FFShared = c.FF
+		if _, err := r.u32(r.key(gguf.SuffixExpertSharedFFLength), &c.FFShared, false); err != nil {
+			return err
+		}
+		if c.FFShared <= 0 || c.FFShared > maxDim {
+			return fmt.Errorf("%w: shared expert width %d", ErrMetadata, c.FFShared)
+		}
+	}
+	if c.FFExp <= 0 || c.FFExp > maxDim || c.Experts > maxDim/c.FFExp {
+		return fmt.Errorf("%w: %d experts of width %d", ErrMetadata, c.Experts, c.FFExp)
+	}
 	return nil
 }
 

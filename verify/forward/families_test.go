@@ -158,6 +158,11 @@ func TestFamilies(t *testing.T) {
 		{"qwen2", "qwen2", 1e-6, nil},
 		{"qwen3", "qwen3", 1e-6, nil},
 		{"phi3", "phi3", 1e-6, nil},
+		// Mixtures of experts: top-2 of 4 experts, renormalised (mixtral,
+		// qwen3moe) or not and with a shared expert (qwen2moe).
+		{"mixtral", "llama", 1e-6, nil},
+		{"qwen2moe", "qwen2moe", 1e-6, nil},
+		{"qwen3moe", "qwen3moe", 1e-6, nil},
 		// ggml evaluates GELU through an fp16 table (GGML_GELU_FP16): about 1e-5
 		// of the largest logit for gemma's GeGLU, more for the others (measured:
 		// gemma 1.3e-5, gemma2 6.1e-5, gemma3 1.7e-5, starcoder2 1.6e-4, gpt2

@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 )
 
-// matrix is a weight of rows × cols (ggml ne1 × ne0) read through a Tensor.
+// matrix is a weight of rows × cols (ggml ne1 × ne0) read through a Tensor,
+// from row off on (one expert of a stacked ne2 tensor).
 type matrix struct {
 	name       string
 	t          Tensor
 	rows, cols int
+	off        int
 }
 
 // chunkFloats is how many weight values a worker decodes at a time: large
@@ -75,7 +77,7 @@ func (s *Session) mul(ctx context.Context, w *matrix, bias []float32, x, out [][
 		r0 := c * rowsPer
 		n := min(rowsPer, w.rows-r0)
 		buf := bufs[worker][:n*w.cols]
-		if err := w.t.ReadRows(r0, n, buf); err != nil {
+		if err := w.t.ReadRows(w.off+r0, n, buf); err != nil {
 			return fmt.Errorf("%s rows %d..%d: %w", w.name, r0, r0+n, err)
 		}
 		for r := 0; r < n; r++ {

@@ -42,6 +42,12 @@ type layer struct {
 	gate, up, down      *matrix
 	bGate, bUp, bDown   []float32
 	ffnPost             []float32
+	// Mixture of experts: the router, each expert's matrices, and
+	// qwen2moe's shared expert with its gate vector.
+	gateInp                      *matrix
+	gateExps, upExps, downExps   []*matrix
+	gateShared, upShared, downSh *matrix
+	gateInpShared                []float32
 }
 
 // Config returns the model's configuration.
@@ -92,6 +98,24 @@ func (l *loader) vec(name string) ([]float32, error) {
 	return v, nil
 }
 
+// experts splits a stacked [ne0, ne1, n_expert] tensor into one matrix per
+// expert.
+func (l *loader) experts(name string) ([]*matrix, error) {
+	t, err := l.tensor(name)
+	if t == nil || err != nil {
+		return nil, err
+	}
+	s := t.Shape()
+	if len(s) != 3 {
+		return nil, fmt.Errorf("%w: tensor %s has shape %v, expected 3 dimensions", ErrWeights, name, s)
+	}
+	out := make([]*matrix, s[2])
+	for e := range out {
+		out[e] = &matrix{name: fmt.Sprintf("%s[%d]", name, e), t: t, cols: int(s[0]), rows: int(s[1]), off: e * int(s[1])}
+	}
+	return out, nil
+}
+
 func (l *loader) mat(name string) (*matrix, error) {
 	t, err := l.tensor(name)
 	if t == nil || err != nil {
@@ -126,6 +150,8 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 			*d, err = l.mat(name)
 		case *Tensor:
 			*d, err = l.tensor(name)
+		case *[]*matrix:
+			*d, err = l.experts(name)
 		}
 	}
 	set(&m.tokEmbd, "token_embd.weight")
@@ -173,6 +199,14 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.bUp, b("ffn_up.bias"))
 		set(&ly.bDown, b("ffn_down.bias"))
 		set(&ly.ffnPost, b("post_ffw_norm.weight"))
+		set(&ly.gateInp, b("ffn_gate_inp.weight"))
+		set(&ly.gateExps, b("ffn_gate_exps.weight"))
+		set(&ly.upExps, b("ffn_up_exps.weight"))
+		set(&ly.downExps, b("ffn_down_exps.weight"))
+		set(&ly.gateInpShared, b("ffn_gate_inp_shexp.weight"))
+		set(&ly.gateShared, b("ffn_gate_shexp.weight"))
+		set(&ly.upShared, b("ffn_up_shexp.weight"))
+		set(&ly.downSh, b("ffn_down_shexp.weight"))
 		if err != nil {
 			return nil, err
 		}

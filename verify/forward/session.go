@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // maxCacheBytes bounds a session's key/value cache.
@@ -279,10 +280,14 @@ func (s *Session) qkv(ctx context.Context, ly *layer, h, q, k, v [][]float32) er
 	return nil
 }
 
-// ffn is llm_graph_context::build_ffn for the architecture's FFN kind.
+// ffn is llm_graph_context::build_ffn for the architecture's FFN kind, or
+// build_moe_ffn for a mixture of experts.
 func (s *Session) ffn(ctx context.Context, ly *layer, h, out [][]float32) error {
 	c := s.m.cfg
 	T := len(h)
+	if ly.gateInp != nil {
+		return s.moe(ctx, ly, h, out)
+	}
 	var act [][]float32
 	switch c.arch.ffn {
 	case ffnSwiGLU, ffnGeGLU:
@@ -375,4 +380,128 @@ func (s *Session) attention(ctx context.Context, il int, q, out [][]float32) err
 		}
 		return nil
 	})
+}
+
+// swiglu computes down(silu(gate·x) ⊙ up·x) for the rows x.
+func (s *Session) swiglu(ctx context.Context, gate, up, down *matrix, x, out [][]float32) error {
+	g, u := rows(len(x), gate.rows), rows(len(x), up.rows)
+	if err := s.mul(ctx, gate, nil, x, g); err != nil {
+		return err
+	}
+	if err := s.mul(ctx, up, nil, x, u); err != nil {
+		return err
+	}
+	for t := range g {
+		for i, v := range g[t] {
+			g[t][i] = silu(v) * u[t][i]
+		}
+	}
+	return s.mul(ctx, down, nil, g, out)
+}
+
+// moe is build_moe_ffn with soft-max gating: each token's router
+// probabilities, its ExpertsUsed most probable experts (renormalised where
+// the architecture says so), the weighted sum of their SwiGLU outputs in
+// selection order; for qwen2moe plus the shared expert scaled by
+// sigmoid(gate_inp_shexp·x).
+func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error {
+	c := s.m.cfg
+	T, k := len(h), c.ExpertsUsed
+	probs := rows(T, c.Experts)
+	if err := s.mul(ctx, ly.gateInp, nil, h, probs); err != nil {
+		return err
+	}
+	sel := make([][]int, T)
+	weights := make([][]float32, T)
+	for t, p := range probs {
+		softmax(p, 1)
+		sel[t] = topK(p, k)
+		weights[t] = make([]float32, k)
+		var sum float64
+		for j, e := range sel[t] {
+			weights[t][j] = p[e]
+			sum += float64(p[e])
+		}
+		if c.arch.moe.normW() {
+			// ggml_sum_rows, clamped to the smallest normal fp16 value.
+			d := max(float32(sum), 6.103515625e-5)
+			for j := range weights[t] {
+				weights[t][j] /= d
+			}
+		}
+	}
+	// results[t][j] is expert sel[t][j]'s weighted output for token t.
+	results := make([][][]float32, T)
+	for t := range results {
+		results[t] = make([][]float32, k)
+	}
+	for e := 0; e < c.Experts; e++ {
+		var toks, slots []int
+		for t := range sel {
+			for j, se := range sel[t] {
+				if se == e {
+					toks, slots = append(toks, t), append(slots, j)
+				}
+			}
+		}
+		if len(toks) == 0 {
+			continue
+		}
+		x := make([][]float32, len(toks))
+		for i, t := range toks {
+			x[i] = h[t]
+		}
+		y := rows(len(toks), c.Embd)
+		if err := s.swiglu(ctx, ly.gateExps[e], ly.upExps[e], ly.downExps[e], x, y); err != nil {
+			return err
+		}
+		for i, t := range toks {
+			w := weights[t][slots[i]]
+			for d := range y[i] {
+				y[i][d] *= w
+			}
+			results[t][slots[i]] = y[i]
+		}
+	}
+	for t := range out {
+		copy(out[t], results[t][0])
+		for _, r := range results[t][1:] {
+			for d, v := range r {
+				out[t][d] += v
+			}
+		}
+	}
+	if ly.gateInpShared == nil {
+		return nil
+	}
+	sh := rows(T, c.Embd)
+	if err := s.swiglu(ctx, ly.gateShared, ly.upShared, ly.downSh, h, sh); err != nil {
+		return err
+	}
+	for t := range out {
+		g := 1 / (1 + float32(math.Exp(float64(-dot(ly.gateInpShared, h[t])))))
+		for d, v := range sh[t] {
+			out[t][d] += v * g
+		}
+	}
+	return nil
+}
+
+// topK returns the indexes of the k largest values, largest first (ties:
+// the lower index first).
+func topK(p []float32, k int) []int {
+	idx := make([]int, 0, k)
+	for range k {
+		best := -1
+		for i, v := range p {
+			if slices.Contains(idx, i) {
+				continue
+			}
+			if best < 0 || v > p[best] {
+				best = i
+			}
+		}
+		idx = append(idx, best)
+	}
+	return idx
 }
