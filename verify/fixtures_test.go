@@ -98,6 +98,7 @@ func TestFixtures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
+			t.Parallel()
 			dir := assembleFixture(t, tc.fixture)
 			f32 := open(t, convertTo(t, dir, "f32"))
 			opts := Options{Prompt: tc.prompt, NPredict: 8}

@@ -17,7 +17,7 @@ import (
 func randomLlama(t *testing.T) *model {
 	t.Helper()
 	const (
-		embd, ff, layers, heads, headsKV, vocab = 256, 256, 2, 4, 2, 512
+		embd, ff, layers, heads, headsKV, vocab = 256, 256, 1, 4, 2, 512
 	)
 	m := &model{}
 	for _, kv := range loadModel(t, storiesF32).kvs {
@@ -140,7 +140,7 @@ func TestQuantizedRandomLlama(t *testing.T) {
 			if fw.MatrixError < tc.minError || fw.KLMean <= KLFloor {
 				t.Errorf("matrix error %.3g, KL %.3g: too small for %s", fw.MatrixError, fw.KLMean, tc.typ)
 			}
-			g, u := q.tensor(t, "blk.1.ffn_gate.weight"), q.tensor(t, "blk.1.ffn_up.weight")
+			g, u := q.tensor(t, "blk.0.ffn_gate.weight"), q.tensor(t, "blk.0.ffn_up.weight")
 			g.data, u.data = u.data, g.data
 			broken := run(t, open(t, q.write(t)), ref, opts)
 			t.Logf("swapped: KL %.4g (limit %.4g)", broken.Forward.KLMean, broken.Forward.KLLimit)

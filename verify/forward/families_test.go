@@ -182,6 +182,7 @@ func TestFamilies(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
+			t.Parallel()
 			want := readTransformersLogits(t, tc.fixture)
 			f := convertFixture(t, tc.fixture)
 			var md Metadata = f
