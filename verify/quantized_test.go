@@ -104,7 +104,7 @@ func (m *model) quantized(t *testing.T, typ gguf.Type) *model {
 // errors cause) accept every correct file, while the same file with two
 // tensors swapped fails. On this random model the swap is one more random
 // matrix among noisy ones: the forward pass alone tells it from the noise
-// where the noise is small (Q8_0: 12 times its limit; Q6_K is borderline);
+// where the noise is small (Q6_K: 4 times its limit, Q8_0: 40 times);
 // below, the tensor check does.
 func TestQuantizedRandomLlama(t *testing.T) {
 	f32 := randomLlama(t)
@@ -121,7 +121,7 @@ func TestQuantizedRandomLlama(t *testing.T) {
 		{gguf.IQ2_XXS, 0.2, false},
 		{gguf.Q3_K, 0.1, false},
 		{gguf.Q4_K, 0.05, false},
-		{gguf.Q6_K, 0.01, false},
+		{gguf.Q6_K, 0.01, true},
 		{gguf.Q8_0, 0.003, true},
 	}
 	for _, tc := range tests {
