@@ -66,7 +66,8 @@ func openLegacy(m *hf.Model, opts Options) (*job, error) {
 		return nil, fmt.Errorf("convert: %s: %w", m.Root, err)
 	}
 	if opts.VocabOnly {
-		return fail(fmt.Errorf("--vocab-only is not supported for Meta's original layout (params.json)"))
+		// The script reads neither params.json nor the weights then.
+		return &job{opts: opts, model: m, legacy: &legacyJob{}}, nil
 	}
 	p, err := legacyParamsOf(m.Config.Raw, m.Source)
 	if err != nil {
@@ -120,7 +121,11 @@ func legacyPickType(outs []arch.Output) (gguf.FileType, error) {
 
 // runLegacy is Run for a Meta folder.
 func (j *job) runLegacy(ctx context.Context, start time.Time) (*Report, error) {
-	tensors, kvs, meta, err := j.legacyPlan()
+	plan := j.legacyPlan
+	if j.opts.VocabOnly {
+		plan = j.legacyVocabOnly
+	}
+	tensors, kvs, meta, err := plan()
 	if err != nil {
 		return nil, err
 	}
@@ -180,17 +185,47 @@ func (j *job) legacyPlan() ([]Tensor, []gguf.KV, *metadata.Metadata, error) {
 	var l gguf.KVList
 	l.Set(gguf.KeyGeneralArchitecture, gguf.String("llama"))
 	l.Append(m.KVs()...)
-	params, err := j.legacy.params.kvs(j.ft)
+	params, err := j.legacy.params.kvs(j.ft, true)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("convert: %s: %w", root, err)
 	}
 	l.Append(params...)
-	vocab, err := legacyVocab(root, j.legacy.params.nVocab)
+	vocab, _, err := legacyVocab(root, j.legacy.params.nVocab)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	l.Append(vocab...)
 	return tensors, l.KVs(), &naming, nil
+}
+
+// legacyVocabOnly is OutputFile.write_vocab_only: the metadata as the
+// heuristics found it (no size label counted), the script's stand-in
+// Params (the vocabulary's size, 1 for every other size, eps 1e-5, no
+// file type) and the vocabulary; no tensors.
+func (j *job) legacyVocabOnly() ([]Tensor, []gguf.KV, *metadata.Metadata, error) {
+	vocab, n, err := legacyVocab(j.model.Root, -1)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, err := metadata.Load(j.opts.MetadataFile, j.model.Root, j.opts.ModelName, 0)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m.Sampling = nil
+	if m.Name == "" {
+		m.Name = "LLaMA" // add_meta_model's last resort
+	}
+	p := &legacyParams{nVocab: n, nEmbd: 1, nLayer: 1, nCtx: 1, nFF: 1, nHead: 1, nHeadKV: 1, normEps: 1e-5}
+	params, err := p.kvs(0, false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var l gguf.KVList
+	l.Set(gguf.KeyGeneralArchitecture, gguf.String("llama"))
+	l.Append(m.KVs()...)
+	l.Append(params...)
+	l.Append(vocab...)
+	return nil, l.KVs(), m, nil
 }
 
 // legacyParamCount is per_model_weight_count_estimation over the source
@@ -216,8 +251,9 @@ func legacyParamCount(infos []readers.TensorInfo) (total, shared, expert int64) 
 	return total, shared, expert
 }
 
-// kvs is add_meta_arch: the hyperparameters, then general.file_type.
-func (p *legacyParams) kvs(ft gguf.FileType) ([]gguf.KV, error) {
+// kvs is add_meta_arch: the hyperparameters, then general.file_type
+// when withFileType.
+func (p *legacyParams) kvs(ft gguf.FileType, withFileType bool) ([]gguf.KV, error) {
 	var kvs []gguf.KV
 	var err error
 	u32 := func(suffix string, v int64) {
@@ -244,7 +280,9 @@ func (p *legacyParams) kvs(ft gguf.FileType) ([]gguf.KV, error) {
 	if p.hasRopeTheta {
 		kvs = append(kvs, gguf.KV{Key: gguf.ArchKey("llama", gguf.SuffixRopeFreqBase), Value: gguf.Float32(float32(p.ropeTheta))})
 	}
-	kvs = append(kvs, gguf.KV{Key: gguf.KeyGeneralFileType, Value: gguf.Uint32(uint32(ft))})
+	if withFileType {
+		kvs = append(kvs, gguf.KV{Key: gguf.KeyGeneralFileType, Value: gguf.Uint32(uint32(ft))})
+	}
 	return kvs, err
 }
 

@@ -155,11 +155,13 @@ func copyDir(t *testing.T, src string, name ...string) string {
 
 // TestLegacyTokenizerFiles: tokenizer.model in the folder above the
 // weights (Meta's own layout) gives the same file; a tokenizer_config.json
-// beside them adds SpecialVocab's keys, as the script does.
+// beside them adds SpecialVocab's keys; --vocab-only writes the script's
+// vocabulary file.
 func TestLegacyTokenizerFiles(t *testing.T) {
 	var f32 fixtureExpected
 	var extras struct {
 		TokenizerConfig struct{ SHA256 string } `json:"tokenizer_config"`
+		VocabOnly       struct{ SHA256 string } `json:"vocab_only"`
 	}
 	for path, dst := range map[string]any{filepath.Join(meta, "expected-f32.json"): &f32, filepath.Join(meta, "extras.json"): &extras} {
 		b, err := os.ReadFile(path)
@@ -173,25 +175,27 @@ func TestLegacyTokenizerFiles(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(t *testing.T, dir string)
+		opts Options
 		want string
 	}{
 		{"above", func(t *testing.T, dir string) {
 			if err := os.Rename(filepath.Join(dir, "tokenizer.model"), filepath.Join(filepath.Dir(dir), "tokenizer.model")); err != nil {
 				t.Fatal(err)
 			}
-		}, f32.File.SHA256},
+		}, Options{OutType: "f32"}, f32.File.SHA256},
 		{"tokenizer_config", func(t *testing.T, dir string) {
 			b, err := os.ReadFile(filepath.Join(stories, "source", "tokenizer_config.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			write(t, dir, "tokenizer_config.json", string(b))
-		}, extras.TokenizerConfig.SHA256},
+		}, Options{OutType: "f32"}, extras.TokenizerConfig.SHA256},
+		{"vocab-only", func(*testing.T, string) {}, Options{VocabOnly: true}, extras.VocabOnly.SHA256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, metaDir("split"))
 			tc.edit(t, dir)
-			if got := fileSHA256(t, convertTo(t, dir, Options{OutType: "f32"})); got != tc.want {
+			if got := fileSHA256(t, convertTo(t, dir, tc.opts)); got != tc.want {
 				t.Errorf("sha256 %s, convert_legacy_llama.py %s", got, tc.want)
 			}
 		})
@@ -214,9 +218,12 @@ func TestLegacyShardFile(t *testing.T) {
 func TestLegacyAddedTokens(t *testing.T) {
 	dir := copyDir(t, metaDir("split"))
 	write(t, dir, "added_tokens.json", `{"<b>": 513, "<a>": 512, "<s>": 1}`)
-	kvs, err := legacyVocab(dir, 514)
+	kvs, n, err := legacyVocab(dir, 514)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n != 514 {
+		t.Errorf("vocabulary size %d, want 514", n)
 	}
 	got := map[string]gguf.Value{}
 	for _, kv := range kvs {
@@ -365,7 +372,6 @@ func TestLegacyRefuses(t *testing.T) {
 			write(t, dir, "params.json", `{"dim": 64, "n_heads": 8, "n_layers": 3, "norm_eps": 1e-05, "moe": {"num_experts": 2, "num_experts_per_tok": 1}}`)
 		}, Options{}, "layers.0.feed_forward.experts.0.w1.weight"},
 		{"bf16", nil, Options{OutType: "bf16"}, "convert_legacy_llama.py writes f32, f16 or q8_0"},
-		{"vocab-only", nil, Options{VocabOnly: true}, "--vocab-only is not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, metaDir("split"))

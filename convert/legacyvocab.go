@@ -26,44 +26,44 @@ const maxAddedTokens = 1 << 20
 // of tokenizer.model beside the weights, else in the folder above them,
 // as Meta ships it; then added_tokens.json's new ids), the vocabulary-size
 // check against the embedding rows (check_vocab_size, no --pad-vocab), and
-// SpecialVocab of the weights' folder.
-func legacyVocab(root string, nVocab int64) ([]gguf.KV, error) {
+// SpecialVocab of the weights' folder. nVocab < 0 skips the size check
+// (--vocab-only); n is the vocabulary's size.
+func legacyVocab(root string, nVocab int64) (kvs []gguf.KV, n int64, err error) {
 	path := filepath.Join(root, "tokenizer.model")
 	beside := exists(path)
 	if !beside {
 		path = filepath.Join(filepath.Dir(filepath.Clean(root)), "tokenizer.model")
 		if !exists(path) {
 			if exists(filepath.Join(root, "tokenizer.json")) {
-				return nil, fmt.Errorf("convert: %s: no tokenizer.model here or in the folder above; convert_legacy_llama.py would then read tokenizer.json through transformers (--vocab-type hfft), which ggufkit does not: add Meta's tokenizer.model, or add config.json to convert the folder as a Hugging Face model", root)
+				return nil, 0, fmt.Errorf("convert: %s: no tokenizer.model here or in the folder above; convert_legacy_llama.py would then read tokenizer.json through transformers (--vocab-type hfft), which ggufkit does not: add Meta's tokenizer.model, or add config.json to convert the folder as a Hugging Face model", root)
 			}
-			return nil, fmt.Errorf("convert: %s: no tokenizer.model here or in the folder above (convert_legacy_llama.py: could not find a tokenizer matching any of spm, hfft)", root)
+			return nil, 0, fmt.Errorf("convert: %s: no tokenizer.model here or in the folder above (convert_legacy_llama.py: could not find a tokenizer matching any of spm, hfft)", root)
 		}
 	}
 	data, err := readCapped(path, maxTokenizerModel)
 	if err != nil {
-		return nil, fmt.Errorf("convert: tokenizer: %w", err)
+		return nil, 0, fmt.Errorf("convert: tokenizer: %w", err)
 	}
 	spm, err := load.ParseSentencePiece(data, path)
 	if err != nil {
 		if ranks, terr := load.ParseTiktoken(data, path); terr == nil && len(ranks) > 0 {
-			return nil, fmt.Errorf("convert: %s is a tiktoken BPE file (Llama 3), not a SentencePiece model: convert_legacy_llama.py cannot read it (sentencepiece fails to parse it); convert the checkpoint to Hugging Face format first (transformers' convert_llama_weights_to_hf.py --llama_version 3 …) and run ggufkit convert on that folder", path)
+			return nil, 0, fmt.Errorf("convert: %s is a tiktoken BPE file (Llama 3), not a SentencePiece model: convert_legacy_llama.py cannot read it (sentencepiece fails to parse it); convert the checkpoint to Hugging Face format first (transformers' convert_llama_weights_to_hf.py --llama_version 3 …) and run ggufkit convert on that folder", path)
 		}
-		return nil, fmt.Errorf("convert: tokenizer: %w", err)
+		return nil, 0, fmt.Errorf("convert: tokenizer: %w", err)
 	}
-	n := len(spm.Pieces)
 	var added []string
 	if beside {
-		if added, err = legacyAddedTokens(filepath.Join(root, "added_tokens.json"), n); err != nil {
-			return nil, err
+		if added, err = legacyAddedTokens(filepath.Join(root, "added_tokens.json"), len(spm.Pieces)); err != nil {
+			return nil, 0, err
 		}
 	}
-	total := int64(n + len(added))
-	if nVocab != total {
+	total := int64(len(spm.Pieces) + len(added))
+	if nVocab >= 0 && nVocab != total {
 		msg := fmt.Sprintf("convert: vocabulary size mismatch: the model has %d token embeddings, %s has %d tokens", nVocab, path, total)
 		if total < nVocab && nVocab < total+20 {
 			msg += "; most likely added_tokens.json is missing (it should be in " + root + ")"
 		}
-		return nil, errors.New(msg)
+		return nil, 0, errors.New(msg)
 	}
 	tokens := make([]string, 0, total)
 	scores := make([]float32, 0, total)
@@ -74,7 +74,7 @@ func legacyVocab(root string, nVocab int64) ([]gguf.KV, error) {
 	for _, t := range added {
 		tokens, scores, types = append(tokens, t), append(scores, -1000), append(types, load.PieceUserDefined)
 	}
-	kvs := []gguf.KV{
+	kvs = []gguf.KV{
 		{Key: gguf.KeyTokenizerModel, Value: gguf.String("llama")},
 		{Key: gguf.KeyTokenizerTokens, Value: gguf.Array(tokens)},
 		{Key: gguf.KeyTokenizerScores, Value: gguf.Array(scores)},
@@ -82,9 +82,9 @@ func legacyVocab(root string, nVocab int64) ([]gguf.KV, error) {
 	}
 	special, err := legacySpecialVocab(root, beside, total)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return append(kvs, special...), nil
+	return append(kvs, special...), total, nil
 }
 
 // legacyPieceType is SentencePieceVocab's token type: it asks IsUnknown,

@@ -33,6 +33,7 @@ type PlannedTensor struct {
 // TokenizerPre apply. Close releases the source.
 func Plan(ctx context.Context, path string, opts Options) (*Planned, error) {
 	opts.OutType = "f32"
+	opts.VocabOnly = false // a plan always has its tensors
 	j, err := open(path, opts)
 	if err != nil {
 		return nil, err

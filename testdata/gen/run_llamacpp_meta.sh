@@ -57,7 +57,8 @@ printf '{\n "about": "convert_legacy_llama.py MODEL (no --outtype, no --outfile)
   "$(describe_default "$work/split/stories260K")" "$(describe_default "$work/moe/mixtral-tiny")" \
   "$(describe_default "$work/named/Tiny-Llama-7B-chat")" > "$root/testdata/meta/default.json"
 # extras.json: the split folder with tokenizer.model moved to the folder above (as Meta ships it) must give
-# expected-f32.json's bytes; with stories260K's tokenizer_config.json beside it, SpecialVocab adds its flags.
+# expected-f32.json's bytes; with stories260K's tokenizer_config.json beside it, SpecialVocab adds its flags;
+# and the --vocab-only file.
 mkdir -p "$work/above" "$work/tc"
 cp -r "$root/testdata/meta/split/stories260K" "$work/above/"
 mv "$work/above/stories260K/tokenizer.model" "$work/above/"
@@ -66,10 +67,9 @@ cmp "$work/above/f32.gguf" "$work/split/f32.gguf"
 cp -r "$root/testdata/meta/split/stories260K" "$work/tc/"
 cp "$root/testdata/stories260K/source/tokenizer_config.json" "$work/tc/stories260K/"
 run tc stories260K --outtype f32 --outfile f32.gguf
-printf '{
- "about": "convert_legacy_llama.py stories260K --outtype f32 on testdata/meta/split/stories260K with testdata/stories260K/source/tokenizer_config.json copied beside the weights",
- "tokenizer_config": {"sha256": "%s"}
-}
-' \
-  "$(sha256sum "$work/tc/f32.gguf" | cut -d' ' -f1)" > "$root/testdata/meta/extras.json"
+run split stories260K --vocab-only --outfile vocab.gguf
+about="convert_legacy_llama.py on testdata/meta/split/stories260K: tokenizer_config is --outtype f32 with"
+about+=" testdata/stories260K/source/tokenizer_config.json copied beside the weights; vocab_only is --vocab-only --outfile vocab.gguf"
+printf '{\n "about": "%s",\n "tokenizer_config": {"sha256": "%s"},\n "vocab_only": {"sha256": "%s"}\n}\n' "$about" \
+  "$(sha256sum "$work/tc/f32.gguf" | cut -d' ' -f1)" "$(sha256sum "$work/split/vocab.gguf" | cut -d' ' -f1)" > "$root/testdata/meta/extras.json"
 echo "files in $work"
