@@ -347,3 +347,14 @@ func TestChunkedComparison(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitShard: one shard of a gguf-split set cannot be judged alone.
+func TestSplitShard(t *testing.T) {
+	m := loadModel(t, storiesF32)
+	m.setKV(gguf.KeySplitCount, gguf.Uint16(2))
+	m.setKV(gguf.KeySplitNo, gguf.Uint16(0))
+	_, err := Run(context.Background(), open(t, m.write(t)), nil, Options{Threads: 1})
+	if !errors.Is(err, ErrCannotRun) || !errors.Is(err, ErrUnsupportedFile) || !strings.Contains(err.Error(), "2-file gguf-split set") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -106,6 +106,10 @@ type Report struct {
 // carried out (as opposed to a Report that says it failed).
 var ErrCannotRun = errors.New("verify: cannot run")
 
+// ErrUnsupportedFile marks a file verify does not read, such as one shard of
+// a gguf-split set.
+var ErrUnsupportedFile = errors.New("verify: unsupported file")
+
 type verifier struct {
 	f    *ggufread.File
 	ref  Reference
