@@ -112,6 +112,7 @@ func BenchmarkEncode(b *testing.B) {
 				imatrix = weights
 			}
 			dst := make([]byte, nrows*rowSize)
+			clear(dst) // fault the pages in before timing
 			q := &Quantizer{Workers: c.workers}
 			b.SetBytes(int64(4 * len(src)))
 			cpu0 := cpuSeconds()

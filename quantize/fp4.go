@@ -109,9 +109,11 @@ func fp32ToUE4M3(x float32) uint8 {
 // kvalues_mxfp4[i]·d is closest to x, the first code on ties.
 type fp4Grid struct {
 	g [16]float32 // kvalues_mxfp4[i]·d, the products ggml compares against
-	// mid holds the midpoints between consecutive non-negative grid
-	// values, (k_i + k_{i+1})/2·d with k = 0,1,2,3,4,6,8,12.
-	mid [7]float32
+	// midBits holds the bits of the midpoints between consecutive
+	// non-negative grid values, (k_i + k_{i+1})/2·d with k = 0,1,2,3,4,6,8,12:
+	// for non-negative finite floats the order of the bits is the order of
+	// the values.
+	midBits [7]uint32
 	// lim is 2·g[7]. Below it the count of midpoints under |x| is ggml's
 	// choice; at or above it (a saturated scale) the scan runs. The count
 	// needs exact grid values and midpoints: d normal with at most 20
@@ -129,7 +131,7 @@ func newFP4Grid(d float32) (g fp4Grid) {
 		g.g[i] = float32(k) * d
 	}
 	for i, m := range fp4Mid {
-		g.mid[i] = m * d
+		g.midBits[i] = math.Float32bits(m * d)
 	}
 	if d >= 0x1p-126 && g.g[7] <= math.MaxFloat32 && math.Float32bits(d)&0xF == 0 {
 		g.lim = 2 * g.g[7]
@@ -152,16 +154,18 @@ func (g *fp4Grid) bestIndex(x float32) uint8 {
 		ax = -x
 	}
 	if ax < g.lim {
-		n := uint8(0)
-		for _, m := range &g.mid {
-			if m < ax {
-				n++
-			}
+		// The count of midpoints below |x|, without a branch per midpoint:
+		// m < |x| exactly when bits(m) - bits(|x|) wraps (both are
+		// non-negative and finite, so they differ by less than 2^31).
+		axb := math.Float32bits(x) &^ (1 << 31)
+		var n uint32
+		for _, mb := range &g.midBits {
+			n += (mb - axb) >> 31
 		}
 		if neg && n > 0 {
 			n += 8
 		}
-		return n
+		return uint8(n)
 	}
 	lo := 1
 	if neg {
