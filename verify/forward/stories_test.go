@@ -50,7 +50,7 @@ func readExpectation(t *testing.T, name string) *expectation {
 	return &e
 }
 
-func openModel(t *testing.T, path string, threads int) *Model {
+func openModel(t testing.TB, path string, threads int) *Model {
 	t.Helper()
 	f, err := ggufread.Open(path)
 	if err != nil {
