@@ -513,3 +513,36 @@ func TestLegacyMatchesHF(t *testing.T) {
 		t.Errorf("compared %d tensors, want 21 (6 per layer, token_embd, output_norm, output)", compared)
 	}
 }
+
+// FuzzLegacyParams: any params.json is read into Params, tensor names and
+// metadata without a panic or an allocation that grows with its numbers.
+func FuzzLegacyParams(f *testing.F) {
+	for _, p := range []string{filepath.Join(metaDir("split"), "params.json"), filepath.Join(meta, "moe", "mixtral-tiny", "params.json")} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"dim": 64, "n_heads": 8, "n_layers": 9223372036854775807, "norm_eps": 1e-05, "moe": {"num_experts": 9223372036854775807, "num_experts_per_tok": 1}}`))
+	src := fakeSource{
+		{Name: "tok_embeddings.weight", DType: readers.BF16, Shape: []int64{512, 64}},
+		{Name: "layers.0.attention.wq.weight", DType: readers.BF16, Shape: []int64{64, 64}},
+		{Name: "layers.0.feed_forward.w1.weight", DType: readers.BF16, Shape: []int64{160, 64}},
+		{Name: "layers.0.feed_forward.experts.0.w1.weight", DType: readers.BF16, Shape: []int64{32, 64}},
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raw, err := hf.ParseJSON(data)
+		if err != nil {
+			return
+		}
+		p, err := legacyParamsOf(raw, src)
+		if err != nil {
+			return
+		}
+		if _, err := legacyOutputs(src, p); err != nil {
+			return
+		}
+		_, _ = p.kvs(gguf.FileTypeF16, true)
+	})
+}
