@@ -143,7 +143,11 @@ func New(h HParams, dir string) (Model, error) {
 	if !ok {
 		return nil, &UnsupportedError{Arch: name}
 	}
-	return c(autoConfig(h), dir)
+	h, err := autoConfig(h)
+	if err != nil {
+		return nil, err
+	}
+	return c(h, dir)
 }
 
 // BlockID is the converter's block id: the first dot-separated part of the

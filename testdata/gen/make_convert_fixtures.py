@@ -151,6 +151,34 @@ FIXTURES["llama3tied"] = dict(
         "vocab_size": 512,            # 128256
     })
 
+FIXTURES["llama1"] = dict(
+    cls="LlamaForCausalLM", source="huggyllama/llama-7b", tokenizer="tok512",
+    dtype="float16", seed=117, norm="one",
+    why="a transformers-4.28 LLaMA config: no rope_theta, num_key_value_heads or head_dim, which the converter "
+        "then has from LlamaConfig's defaults and derivations (rope base 10000, kv heads = heads, head_dim = "
+        "hidden/heads); F16 source, untied",
+    config={
+        "architectures": ["LlamaForCausalLM"],
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+        "hidden_act": "silu",
+        "hidden_size": 64,            # 4096
+        "initializer_range": 0.02,
+        "intermediate_size": 128,     # 11008
+        "max_position_embeddings": 2048,
+        "max_sequence_length": 2048,
+        "model_type": "llama",
+        "num_attention_heads": 4,     # 32
+        "num_hidden_layers": 2,       # 32
+        "pad_token_id": 0,
+        "rms_norm_eps": 1e-06,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float16",
+        "transformers_version": "4.28.0.dev0",
+        "use_cache": True,
+        "vocab_size": 512,            # 32000
+    })
+
 FIXTURES["mistral"] = dict(
     cls="MistralForCausalLM", source="mistralai/Mistral-7B-v0.1", tokenizer="tok512",
     dtype="bfloat16", seed=102, norm="one", shard_size="150KB",

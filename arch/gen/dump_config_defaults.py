@@ -1,0 +1,65 @@
+"""Dump the defaults of transformers' config classes as data for arch/configdefaults.json.
+
+Run with transformers 5.24.0 importable:
+    python arch/gen/dump_config_defaults.py > arch/configdefaults.json
+
+llama.cpp's converter reads a model's hyperparameters as AutoConfig.from_pretrained(dir).to_dict()
+(conversion/base.py ModelBase.load_hparams), so a key that config.json leaves out has its config
+class's default there. For each config.json model_type of the wave-1 families this writes:
+  fields      the dataclass fields the class itself declares (not PretrainedConfig's) with a
+              plain default (default_factory fields and non-JSON values are left out);
+  rope_theta  the rope base its rope standardisation puts in rope_parameters when config.json
+              has none (default_theta; for a dict, the "global" one), or null for a class
+              without rotary parameters;
+  rope_local_theta  the sliding-window layers' base, for a class with two (default_theta["local"]).
+Only facts (names and default values) are exported; the derivations of the classes' __post_init__
+(head_dim, num_key_value_heads) are code, in arch/autoconfig.go.
+gpt_neox is left out: its fixture follows transformers 4.57.6 (see testdata/convert/README.md).
+"""
+import dataclasses
+import json
+import math
+import sys
+
+import transformers
+from transformers import CONFIG_MAPPING, PretrainedConfig
+
+MODEL_TYPES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
+               "gemma3_text", "phi3", "gpt2", "starcoder2", "bert"]
+
+
+def plain(v):
+    """Whether v is a JSON scalar as json.dumps writes it (None, bool, int, finite float, str)."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return v is None or isinstance(v, (bool, int, str))
+
+
+def main():
+    base = {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
+    out = {"source": "transformers %s models/<type>/configuration_<type>.py" % transformers.__version__,
+           "model_types": {}}
+    for mt in MODEL_TYPES:
+        cls = CONFIG_MAPPING[mt]
+        fields = {}
+        for f in dataclasses.fields(cls):
+            if f.name in base or f.name.startswith("_") or f.default is dataclasses.MISSING or not plain(f.default):
+                continue
+            fields[f.name] = f.default
+        entry = {"class": cls.__name__, "fields": dict(sorted(fields.items()))}
+        rope = cls().to_dict().get("rope_parameters")
+        theta = getattr(cls, "default_theta", None)
+        if rope is None:
+            entry["rope_theta"] = None
+        elif isinstance(theta, dict):
+            entry["rope_theta"] = theta["global"]
+            entry["rope_local_theta"] = theta["local"]
+        else:
+            entry["rope_theta"] = theta
+        out["model_types"][mt] = entry
+    json.dump(out, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
