@@ -202,6 +202,34 @@ func TestLegacyTokenizerFiles(t *testing.T) {
 	}
 }
 
+// TestLegacyParams: params.json variants (LLaMA 1's norm_eps, CodeLlama's
+// rope_theta, Llama 3's, a null one, no n_kv_heads) convert as the script
+// converts them: its context-length heuristic, rope base and head counts.
+func TestLegacyParams(t *testing.T) {
+	var extras struct {
+		Params []struct{ Params, SHA256 string }
+	}
+	b, err := os.ReadFile(filepath.Join(meta, "extras.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &extras); err != nil {
+		t.Fatal(err)
+	}
+	if len(extras.Params) == 0 {
+		t.Fatal("no params cases in extras.json")
+	}
+	for i, tc := range extras.Params {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			dir := copyDir(t, metaDir("split"))
+			write(t, dir, "params.json", tc.Params)
+			if got := fileSHA256(t, convertTo(t, dir, Options{OutType: "f16"})); got != tc.SHA256 {
+				t.Errorf("params.json %s: sha256 %s, convert_legacy_llama.py %s", tc.Params, got, tc.SHA256)
+			}
+		})
+	}
+}
+
 // TestLegacyShardFile: a shard given as a file converts its whole folder,
 // named after the folder (the script names it after the file).
 func TestLegacyShardFile(t *testing.T) {

@@ -68,8 +68,25 @@ cp -r "$root/testdata/meta/split/stories260K" "$work/tc/"
 cp "$root/testdata/stories260K/source/tokenizer_config.json" "$work/tc/stories260K/"
 run tc stories260K --outtype f32 --outfile f32.gguf
 run split stories260K --vocab-only --outfile vocab.gguf
+# The context-length heuristic and rope_theta: the split folder with other params.json, --outtype f16.
+variants=(
+  '{"dim": 64, "n_heads": 8, "n_layers": 3, "norm_eps": 1e-06}'
+  '{"dim": 64, "n_heads": 8, "n_kv_heads": 4, "n_layers": 3, "norm_eps": 1e-05, "rope_theta": 1000000}'
+  '{"dim": 64, "n_heads": 8, "n_kv_heads": 4, "n_layers": 3, "norm_eps": 1e-05, "rope_theta": 500000.0}'
+  '{"dim": 64, "n_heads": 8, "n_kv_heads": 4, "n_layers": 3, "norm_eps": 1e-05, "rope_theta": null}'
+)
+params=""
+for i in "${!variants[@]}"; do
+  mkdir -p "$work/params$i"
+  cp -r "$root/testdata/meta/split/stories260K" "$work/params$i/"
+  printf '%s' "${variants[$i]}" > "$work/params$i/stories260K/params.json"
+  run "params$i" stories260K --outtype f16 --outfile f16.gguf
+  params+="$([ -n "$params" ] && printf ',')"$'\n'"  {\"params\": $(printf '%s' "${variants[$i]}" | "$PY" -c 'import json,sys; print(json.dumps(sys.stdin.read()))'), \"sha256\": \"$(sha256sum "$work/params$i/f16.gguf" | cut -d' ' -f1)\"}"
+done
 about="convert_legacy_llama.py on testdata/meta/split/stories260K: tokenizer_config is --outtype f32 with"
-about+=" testdata/stories260K/source/tokenizer_config.json copied beside the weights; vocab_only is --vocab-only --outfile vocab.gguf"
-printf '{\n "about": "%s",\n "tokenizer_config": {"sha256": "%s"},\n "vocab_only": {"sha256": "%s"}\n}\n' "$about" \
-  "$(sha256sum "$work/tc/f32.gguf" | cut -d' ' -f1)" "$(sha256sum "$work/split/vocab.gguf" | cut -d' ' -f1)" > "$root/testdata/meta/extras.json"
+about+=" testdata/stories260K/source/tokenizer_config.json copied beside the weights; vocab_only is --vocab-only --outfile vocab.gguf;"
+about+=" params are --outtype f16 with params.json replaced by each text"
+printf '{\n "about": "%s",\n "tokenizer_config": {"sha256": "%s"},\n "vocab_only": {"sha256": "%s"},\n "params": [%s\n ]\n}\n' "$about" \
+  "$(sha256sum "$work/tc/f32.gguf" | cut -d' ' -f1)" "$(sha256sum "$work/split/vocab.gguf" | cut -d' ' -f1)" "$params" \
+  > "$root/testdata/meta/extras.json"
 echo "files in $work"
