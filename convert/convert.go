@@ -4,7 +4,9 @@
 // tensor's type, then stream read → float32 → encode → write at the
 // tensor's offset, several tensors in flight. Beyond llama.cpp, the output
 // type may be any llama-quantize preset or ggml type, quantized in the same
-// pass from the source's full precision (see OneTarget).
+// pass from the source's full precision (see OneTarget). A folder in
+// Meta's original layout (params.json) is converted as llama.cpp's
+// examples/convert_legacy_llama.py converts it (see legacy.go).
 package convert
 
 import (
