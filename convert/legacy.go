@@ -297,11 +297,13 @@ func legacyParamsOf(raw map[string]any, src readers.Source) (*legacyParams, erro
 	var err error
 	req := func(key string) int64 {
 		n, ok, e := paramsInt(raw, key)
-		if err == nil && e != nil {
+		switch {
+		case err != nil:
+		case e != nil:
 			err = e
-		} else if err == nil && !ok {
+		case !ok:
 			err = fmt.Errorf("params.json has no %q", key)
-		} else if err == nil && n <= 0 {
+		case n <= 0:
 			err = fmt.Errorf("params.json: %s = %d, want a positive integer", key, n)
 		}
 		return n
@@ -319,8 +321,11 @@ func legacyParamsOf(raw map[string]any, src readers.Source) (*legacyParams, erro
 		return nil, fmt.Errorf("params.json: norm_eps = %v, want a non-zero number", raw["norm_eps"])
 	}
 	p.normEps = eps
-	moe, isMoE := raw["moe"].(map[string]any)
-	isMoE = isMoE && len(moe) > 0
+	moe, isMap := raw["moe"].(map[string]any)
+	isMoE := isMap && len(moe) > 0
+	if v := raw["moe"]; !isMap && v != nil && v != false {
+		return nil, fmt.Errorf("params.json: moe = %v, want an object", v)
+	}
 	if isMoE {
 		p.nExperts, p.nExpertsUsed = req2(moe, "num_experts", &err), req2(moe, "num_experts_per_tok", &err)
 	}

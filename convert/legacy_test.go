@@ -396,6 +396,9 @@ func TestLegacyRefuses(t *testing.T) {
 		{"huge-n_layers", func(t *testing.T, dir string) {
 			write(t, dir, "params.json", `{"dim": 64, "n_heads": 8, "n_layers": 1000000000000, "norm_eps": 1e-05}`)
 		}, Options{}, "n_layers = 1000000000000, but the checkpoint has only 31 tensors"},
+		{"moe-not-object", func(t *testing.T, dir string) {
+			write(t, dir, "params.json", `{"dim": 64, "n_heads": 8, "n_layers": 3, "norm_eps": 1e-05, "moe": true}`)
+		}, Options{}, "moe = true, want an object"},
 		{"moe-missing-experts", func(t *testing.T, dir string) {
 			write(t, dir, "params.json", `{"dim": 64, "n_heads": 8, "n_layers": 3, "norm_eps": 1e-05, "moe": {"num_experts": 2, "num_experts_per_tok": 1}}`)
 		}, Options{}, "layers.0.feed_forward.experts.0.w1.weight"},
