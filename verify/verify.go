@@ -76,6 +76,7 @@ type Problem struct {
 	Msg     string
 }
 
+// String formats the problem as "check: subject: message".
 func (p Problem) String() string {
 	if p.Subject == "" {
 		return fmt.Sprintf("%s: %s", p.Check, p.Msg)
