@@ -27,7 +27,6 @@ type folder struct {
 	max  int64
 	json map[string]any // decoded JSON by file name; nil value = absent
 	tok  *HFTokenizer   // tokenizer.json, parsed
-	read []string       // files read, in first-read order
 }
 
 func newFolder(dir string, max int64) *folder {
@@ -77,17 +76,7 @@ func (f *folder) bytes(name string) ([]byte, error) {
 	if readers.IsLFSPointer(b) {
 		return nil, &FileError{File: p, Offset: 0, Msg: "a Git LFS pointer, not the file: run `git lfs pull` in the model's repository", Err: readers.ErrLFSPointer}
 	}
-	f.note(name)
 	return b, nil
-}
-
-func (f *folder) note(name string) {
-	for _, n := range f.read {
-		if n == name {
-			return
-		}
-	}
-	f.read = append(f.read, name)
 }
 
 // text reads a UTF-8 text file as Python's open(encoding="utf-8") does:

@@ -34,8 +34,6 @@ type hfView struct {
 	merges   []string // BPE merges: tokenizer.json's, else merges.txt's
 
 	normalizer, preTokenizer, postProcessor, decoder any
-	ignoreMerges                                     bool
-	byteFallback                                     *bool
 	cleanUp                                          bool // clean_up_tokenization_spaces
 	class                                            string
 }
@@ -115,7 +113,6 @@ func newHFView(f *folder) (*hfView, error) {
 			v.vocab = tok.Model.Vocab
 		}
 		v.normalizer, v.preTokenizer, v.postProcessor, v.decoder = tok.Normalizer, tok.PreTokenizer, tok.PostProcessor, tok.Decoder
-		v.ignoreMerges, v.byteFallback = tok.Model.IgnoreMerges, tok.Model.ByteFallback
 		v.unkToken, v.merges = tok.Model.UnkToken, tok.Model.Merges
 		for i := range tok.AddedTokens {
 			v.addToken(tok.AddedTokens[i], true)
