@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ggufkit/ggufkit/gguf"
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 	"github.com/ggufkit/ggufkit/verify"
 )
@@ -116,6 +117,12 @@ func openReference(c *cli.Context, path string) (verify.Reference, func(), error
 		f, err := ggufread.Open(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--source: %w", err)
+		}
+		if v, ok := f.KV(gguf.KeySplitCount); ok {
+			if n, _ := v.Int(); n > 1 {
+				f.Close()
+				return nil, nil, fmt.Errorf("--source %s: one shard of a %d-file gguf-split set; pass a whole GGUF (llama-gguf-split --merge) or the checkpoint", path, n)
+			}
 		}
 		return verify.GGUFReference(f), func() { f.Close() }, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ggufkit/ggufkit/convert"
 	"github.com/ggufkit/ggufkit/gguf"
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 	"github.com/ggufkit/ggufkit/writer"
@@ -104,6 +105,12 @@ type verifyOutput struct {
 
 func TestVerifyCommand(t *testing.T) {
 	broken := brokenCopy(t)
+	split := filepath.Join(t.TempDir(), "split.gguf")
+	if _, err := convert.Run(context.Background(), "../../testdata/stories260K/source",
+		convert.Options{OutType: "f32", OutFile: split, SplitMaxTensors: 20}); err != nil {
+		t.Fatal(err)
+	}
+	shard := strings.TrimSuffix(split, ".gguf") + "-00001-of-00003.gguf"
 	tests := []struct {
 		name   string
 		args   []string
@@ -126,6 +133,8 @@ func TestVerifyCommand(t *testing.T) {
 			[]string{"FAIL: "}, "the file fails verification"},
 		{"not a checkpoint", []string{"verify", "--source", "../../testdata/stories260K/README.md", verifyF32}, 2, nil, "--source: verify: converting the reference"},
 		{"no argument", []string{"verify"}, 2, nil, "expected one OUT.gguf"},
+		{"split shard", []string{"verify", shard}, 2, nil, "one shard of a 3-file gguf-split set"},
+		{"split shard as source", []string{"verify", "--source", shard, verifyF32}, 2, nil, "one shard of a 3-file gguf-split set"},
 		{"negative n-predict", []string{"verify", "--n-predict", "-1", verifyF32}, 2, nil, "must not be negative"},
 	}
 	for _, tc := range tests {
