@@ -387,6 +387,14 @@ FIXTURES["qwen3moe"] = dict(
         "vocab_size": 50257,          # 151936
     })
 
+FIXTURES["qwen3moefused"] = dict(
+    FIXTURES["qwen3moe"],
+    fused_experts=True,
+    why="qwen3moe's weights (same seed) in transformers 5's own layout, which some checkpoints ship: the "
+        "model's state_dict() saved as it is, each block's experts fused into mlp.experts.gate_up_proj "
+        "[experts, 2*ff, hidden] (the converter splits it) and a 3-D mlp.experts.down_proj",
+)
+
 FIXTURES["gemma"] = dict(
     cls="GemmaForCausalLM", source="google/gemma-2b", tokenizer="tok512",
     dtype="bfloat16", seed=108, norm="offset",
@@ -831,6 +839,12 @@ def build(out, name):
         if spec.get("shard_size"):
             kw["max_shard_size"] = spec["shard_size"]
         model.save_pretrained(tmp, **kw)
+        if spec.get("fused_experts"):
+            # save_pretrained writes the per-expert layout of the Hub checkpoints; this writes the
+            # in-memory one (tensors contiguous, no tied parameters in these models).
+            from safetensors.torch import save_file
+            save_file({k: v.contiguous() for k, v in model.state_dict().items()},
+                      os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
         for fn in sorted(os.listdir(tmp)):
             if fn.startswith("model") and (fn.endswith(".safetensors") or fn.endswith(".index.json")):
                 shutil.copyfile(os.path.join(tmp, fn), os.path.join(root, fn))
