@@ -21,10 +21,11 @@ import (
 func convertCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "convert",
-		Usage: "convert a Hugging Face checkpoint to GGUF like convert_hf_to_gguf.py (same bytes), or straight to a llama-quantize type",
+		Usage: "convert a checkpoint to GGUF like llama.cpp's converters (same bytes), or straight to a llama-quantize type",
 		ArgsUsage: "MODEL\n\n" +
 			"MODEL is a model folder, a weights file (.safetensors, .bin, .pth) or a Hugging Face cache entry\n" +
-			"(…/hub/models--org--name). --outtype takes convert_hf_to_gguf.py's types (f32 f16 bf16 q8_0 tq1_0\n" +
+			"(…/hub/models--org--name). A folder in Meta's original layout (consolidated.NN.pth + params.json +\n" +
+			"tokenizer.model) is converted as convert_legacy_llama.py does. --outtype takes convert_hf_to_gguf.py's types (f32 f16 bf16 q8_0 tq1_0\n" +
 			"tq2_0 auto), any llama-quantize type (Q4_K_M, IQ4_XS …) or ggml type (ggml:Q5_K, MXFP4 …), quantized\n" +
 			"in one pass from the source with llama-quantize's mix rules.",
 		Flags: []cli.Flag{
