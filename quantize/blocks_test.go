@@ -40,6 +40,18 @@ func TestBlockEdgeRows(t *testing.T) {
 		{"NVFP4 saturated scales", gguf.NVFP4, 64, 1e4, 3000, rep("7e", 4) + rep("77", 32)},
 		// amax/6 below the smallest UE4M3 subnormal flushes to 0.
 		{"NVFP4 flushed scales", gguf.NVFP4, 64, 1e-6, 1e-5, rep("00", 36)},
+		// The legacy types' truncating casts on the same subnormal scale
+		// (1/d = +Inf) and on ±FLT_MAX (Q4_1/Q5_1: d = +Inf, id = 0, NaN
+		// products; Q4_0/Q5_0: finite id, the plain-truncation path). The
+		// bytes are ggml_quantize_chunk's (0c1e570, the portable build).
+		{"Q4_0 subnormal scale", gguf.Q4_0, 32, 1e-40, -1e-40, rep("00", 18)},
+		{"Q5_0 subnormal scale", gguf.Q5_0, 32, 1e-40, -1e-40, rep("00", 22)},
+		{"Q4_1 subnormal scale", gguf.Q4_1, 32, 1e-40, -1e-40, "00000080" + rep("00", 16)},
+		{"Q5_1 subnormal scale", gguf.Q5_1, 32, 1e-40, -1e-40, "00000080" + rep("00", 20)},
+		{"Q4_1 infinite scale", gguf.Q4_1, 32, math.MaxFloat32, -math.MaxFloat32, "007c00fc" + rep("00", 16)},
+		{"Q5_1 infinite scale", gguf.Q5_1, 32, math.MaxFloat32, -math.MaxFloat32, "007c00fc" + rep("00", 20)},
+		{"Q4_0 FLT_MAX", gguf.Q4_0, 32, math.MaxFloat32, -math.MaxFloat32, "007cf0" + rep("ff", 15)},
+		{"Q5_0 FLT_MAX", gguf.Q5_0, 32, math.MaxFloat32, -math.MaxFloat32, "007cfefffffff0" + rep("ff", 15)},
 		// -0 >= 0 sets the bit; d = 1/128.
 		{"Q1_0 negative zero", gguf.Q1_0, 128, float32(math.Copysign(0, -1)), -1, "0020fe" + rep("ff", 15)},
 	}

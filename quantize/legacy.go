@@ -132,6 +132,15 @@ func encodeQ4_1(dst []byte, src, imatrix []float32) {
 			}
 			putHalf(y[0:], d)
 			putHalf(y[2:], lo)
+			if d <= math.MaxFloat32 && id <= math.MaxFloat32 {
+				// Finite scales keep (x-min)·id in [0, 15]: plain truncations.
+				for j := range 16 {
+					x0 := min(15, int32(float32((x[j]-lo)*id)+0.5))
+					x1 := min(15, int32(float32((x[j+16]-lo)*id)+0.5))
+					y[4+j] = uint8(x0) | uint8(x1<<4)
+				}
+				continue
+			}
 			for j := range 16 {
 				x0 := min(15, int32(int8(cTruncInt32(float32((x[j]-lo)*id)+0.5))))
 				x1 := min(15, int32(int8(cTruncInt32(float32((x[j+16]-lo)*id)+0.5))))
@@ -185,9 +194,16 @@ func encodeQ5_0(dst []byte, src, imatrix []float32) {
 				id = 1 / d
 			}
 			putHalf(y[0:], d)
-			for j, v := range x {
-				// MIN(31, (int8_t)(x·id + 16.5f)) stored in a uint8_t.
-				L[j] = uint8(min(31, int32(int8(cTruncInt32(float32(v*id)+16.5)))))
+			if id <= math.MaxFloat32 {
+				// A finite id keeps x·id + 16.5 in [0, 33): plain truncations.
+				for j, v := range x {
+					L[j] = uint8(min(31, int32(float32(v*id)+16.5)))
+				}
+			} else {
+				for j, v := range x {
+					// MIN(31, (int8_t)(x·id + 16.5f)) stored in a uint8_t.
+					L[j] = uint8(min(31, int32(int8(cTruncInt32(float32(v*id)+16.5)))))
+				}
 			}
 			packQ5((*[4]byte)(y[2:]), (*[16]byte)(y[6:]), &L)
 		}
@@ -227,9 +243,16 @@ func encodeQ5_1(dst []byte, src, imatrix []float32) {
 			}
 			putHalf(y[0:], d)
 			putHalf(y[2:], lo)
-			for j, v := range x {
-				// (uint8_t)(x0 + 0.5f): truncation, no clamp.
-				L[j] = uint8(cTruncInt32(float32((v-lo)*id) + 0.5))
+			if d <= math.MaxFloat32 && id <= math.MaxFloat32 {
+				// Finite scales keep (x-min)·id in [0, 31]: plain truncations.
+				for j, v := range x {
+					L[j] = uint8(int32(float32((v-lo)*id) + 0.5))
+				}
+			} else {
+				for j, v := range x {
+					// (uint8_t)(x0 + 0.5f): truncation, no clamp.
+					L[j] = uint8(cTruncInt32(float32((v-lo)*id) + 0.5))
+				}
 			}
 			packQ5((*[4]byte)(y[4:]), (*[16]byte)(y[8:]), &L)
 		}
