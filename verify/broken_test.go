@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ggufkit/ggufkit/convert"
 	"github.com/ggufkit/ggufkit/gguf"
 	"github.com/ggufkit/ggufkit/writer"
 )
@@ -348,13 +350,37 @@ func TestChunkedComparison(t *testing.T) {
 	}
 }
 
-// TestSplitShard: one shard of a gguf-split set cannot be judged alone.
-func TestSplitShard(t *testing.T) {
-	m := loadModel(t, storiesF32)
-	m.setKV(gguf.KeySplitCount, gguf.Uint16(2))
-	m.setKV(gguf.KeySplitNo, gguf.Uint16(0))
-	_, err := Run(context.Background(), open(t, m.write(t)), nil, Options{Threads: 1})
-	if !errors.Is(err, ErrCannotRun) || !errors.Is(err, ErrUnsupportedFile) || !strings.Contains(err.Error(), "2-file gguf-split set") {
-		t.Fatalf("err = %v", err)
+// TestSplitSet verifies a gguf-split set as one model, against the single
+// file and as the reference of it; a missing shard cannot be opened.
+func TestSplitSet(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := convert.Run(context.Background(), "../testdata/stories260K/source",
+		convert.Options{OutType: "f32", OutFile: filepath.Join(dir, "s.gguf"), SplitMaxTensors: 20}); err != nil {
+		t.Fatal(err)
+	}
+	first := filepath.Join(dir, "s-00001-of-00003.gguf")
+	set := open(t, first)
+	if len(set.Tensors) != 47 {
+		t.Fatalf("%d tensors in the set", len(set.Tensors))
+	}
+	for _, tc := range []struct {
+		name     string
+		got, ref *File
+	}{{"set against file", set, open(t, storiesF32)}, {"file against set", open(t, storiesF32), set}} {
+		rep := run(t, tc.got, GGUFReference(tc.ref), Options{NPredict: 4})
+		if !rep.OK || len(rep.Tensors) != 47 {
+			t.Errorf("%s: OK %v, %d tensors, problems %v", tc.name, rep.OK, len(rep.Tensors), rep.Problems)
+		}
+		for _, r := range rep.Tensors {
+			if r.RelError != 0 {
+				t.Errorf("%s: %s differs (%.3g)", tc.name, r.Name, r.RelError)
+			}
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "s-00003-of-00003.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(first); err == nil || !strings.Contains(err.Error(), "shard 3 of 3 is missing") {
+		t.Errorf("missing shard: err = %v", err)
 	}
 }

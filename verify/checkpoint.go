@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/ggufkit/ggufkit/convert"
-	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 )
 
 // CheckpointReference is a Reference made of a source checkpoint through
@@ -22,7 +21,7 @@ import (
 // file (as large as the model in float32) that Close removes.
 type CheckpointReference struct {
 	Reference
-	f    *ggufread.File
+	f    *File
 	path string
 }
 
@@ -40,7 +39,7 @@ func OpenCheckpoint(ctx context.Context, src, tmpDir string, threads int) (*Chec
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("verify: converting the reference %s: %w", src, err)
 	}
-	f, err := ggufread.Open(path)
+	f, err := Open(path)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("verify: reference of %s: %w", src, err)

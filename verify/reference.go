@@ -9,7 +9,6 @@ import (
 
 	"github.com/ggufkit/ggufkit/gguf"
 	"github.com/ggufkit/ggufkit/quantize"
-	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 	"github.com/ggufkit/ggufkit/verify/forward"
 )
 
@@ -40,11 +39,11 @@ type RefTensor struct {
 	Shape []uint64
 }
 
-// GGUFReference makes a Reference of a GGUF: its metadata and its tensors
-// decoded to float32.
-func GGUFReference(f *ggufread.File) Reference { return ggufRef{f} }
+// GGUFReference makes a Reference of a GGUF (a single file or a gguf-split
+// set): its metadata and its tensors decoded to float32.
+func GGUFReference(f *File) Reference { return ggufRef{f} }
 
-type ggufRef struct{ f *ggufread.File }
+type ggufRef struct{ f *File }
 
 func (r ggufRef) KVs() []gguf.KV { return r.f.KVs }
 
@@ -69,7 +68,7 @@ func (r ggufRef) ReadRows(ctx context.Context, name string, row0, nrows int, dst
 
 // decodeRows decodes rows [row0, row0+nrows) of a GGUF tensor into dst
 // (exactly nrows·ne0 values).
-func decodeRows(f *ggufread.File, info *gguf.TensorInfo, row0, nrows int, dst []float32) error {
+func decodeRows(f *File, info *gguf.TensorInfo, row0, nrows int, dst []float32) error {
 	ne0 := 1
 	if len(info.Shape) > 0 {
 		ne0 = int(info.Shape[0])

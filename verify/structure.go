@@ -15,12 +15,6 @@ import (
 // loads the tokenizer. An architecture verify/forward does not implement is
 // an error: the verification cannot say whether the file is right.
 func (v *verifier) checkStructure() error {
-	if n, ok := v.f.KV(gguf.KeySplitCount); ok {
-		if count, _ := n.Int(); count > 1 {
-			return fmt.Errorf("%w: %s is one shard of a %d-file gguf-split set; verify reads whole files (merge the set with llama-gguf-split --merge)",
-				ErrUnsupportedFile, v.f.Name, count)
-		}
-	}
 	cfg, err := forward.ParseConfig(v.f)
 	switch {
 	case errors.Is(err, forward.ErrUnsupported):

@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/ggufkit/ggufkit/gguf"
-	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 )
 
 // TensorResult compares one GGUF tensor, decoded to float32, with its
@@ -78,7 +77,7 @@ const chunkValues = 1 << 20
 
 // decodeChunk decodes rows [row0, row0+nrows) of a GGUF tensor into dst,
 // split over threads.
-func decodeChunk(ctx context.Context, f *ggufread.File, info *gguf.TensorInfo, row0, nrows, ne0 int, dst []float32, threads int) error {
+func decodeChunk(ctx context.Context, f *File, info *gguf.TensorInfo, row0, nrows, ne0 int, dst []float32, threads int) error {
 	per := max(1, (nrows+threads-1)/threads)
 	tasks := (nrows + per - 1) / per
 	return parallelFor(ctx, threads, tasks, func(i int) error {

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"runtime"
 
-	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 	"github.com/ggufkit/ggufkit/tokenizer"
 	"github.com/ggufkit/ggufkit/verify/forward"
 )
@@ -107,12 +106,8 @@ type Report struct {
 // carried out (as opposed to a Report that says it failed).
 var ErrCannotRun = errors.New("verify: cannot run")
 
-// ErrUnsupportedFile marks a file verify does not read, such as one shard of
-// a gguf-split set.
-var ErrUnsupportedFile = errors.New("verify: unsupported file")
-
 type verifier struct {
-	f    *ggufread.File
+	f    *File
 	ref  Reference
 	opts Options
 	rep  *Report
@@ -128,7 +123,7 @@ func (v *verifier) fail(c Check, subject, msg string) {
 }
 
 // Run verifies f, against ref when it is not nil.
-func Run(ctx context.Context, f *ggufread.File, ref Reference, opts Options) (*Report, error) {
+func Run(ctx context.Context, f *File, ref Reference, opts Options) (*Report, error) {
 	v := &verifier{f: f, ref: ref, opts: opts, rep: &Report{Arch: f.Architecture(), HasReference: ref != nil}}
 	if err := v.run(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCannotRun, err)

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-
-	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 )
 
 const (
@@ -19,9 +17,9 @@ const (
 	storiesQ4KM = "../testdata/stories260K/quantized/stories260K-Q4_K_M-imat.gguf"
 )
 
-func open(t testing.TB, path string) *ggufread.File {
+func open(t testing.TB, path string) *File {
 	t.Helper()
-	f, err := ggufread.Open(path)
+	f, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +48,7 @@ func readGreedy(t *testing.T, name string) greedyExpectation {
 	return e
 }
 
-func run(t *testing.T, f *ggufread.File, ref Reference, opts Options) *Report {
+func run(t *testing.T, f *File, ref Reference, opts Options) *Report {
 	t.Helper()
 	if opts.Threads == 0 {
 		opts.Threads = 2

@@ -15,8 +15,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ggufkit/ggufkit/gguf"
-	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 	"github.com/ggufkit/ggufkit/verify"
 )
 
@@ -61,7 +59,7 @@ func runVerify(c *cli.Context) error {
 	}
 	path := c.Args().First()
 	cannot := func(err error) error { return &exitError{code: verifyCannotRun, err: err} }
-	f, err := ggufread.Open(path)
+	f, err := verify.Open(path)
 	if err != nil {
 		return cannot(err)
 	}
@@ -106,23 +104,17 @@ func runVerify(c *cli.Context) error {
 	return nil
 }
 
-// openReference opens --source: a GGUF file as it is, anything else as a
-// checkpoint mapped through the converter's plan (converted to a temporary
-// F32 GGUF).
+// openReference opens --source: a GGUF file (or the first shard of a
+// gguf-split set) as it is, anything else as a checkpoint mapped through
+// the converter's plan (converted to a temporary F32 GGUF).
 func openReference(c *cli.Context, path string) (verify.Reference, func(), error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, fmt.Errorf("--source: %w", err)
 	}
 	if isGGUF(path) {
-		f, err := ggufread.Open(path)
+		f, err := verify.Open(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--source: %w", err)
-		}
-		if v, ok := f.KV(gguf.KeySplitCount); ok {
-			if n, _ := v.Int(); n > 1 {
-				f.Close()
-				return nil, nil, fmt.Errorf("--source %s: one shard of a %d-file gguf-split set; pass a whole GGUF (llama-gguf-split --merge) or the checkpoint", path, n)
-			}
 		}
 		return verify.GGUFReference(f), func() { f.Close() }, nil
 	}

@@ -133,8 +133,11 @@ func TestVerifyCommand(t *testing.T) {
 			[]string{"FAIL: "}, "the file fails verification"},
 		{"not a checkpoint", []string{"verify", "--source", "../../testdata/stories260K/README.md", verifyF32}, 2, nil, "--source: verify: converting the reference"},
 		{"no argument", []string{"verify"}, 2, nil, "expected one OUT.gguf"},
-		{"split shard", []string{"verify", shard}, 2, nil, "one shard of a 3-file gguf-split set"},
-		{"split shard as source", []string{"verify", "--source", shard, verifyF32}, 2, nil, "one shard of a 3-file gguf-split set"},
+		{"gguf-split set", []string{"verify", "--n-predict", "4", shard}, 0, []string{"PASS (structural checks only"}, ""},
+		{"gguf-split set against F32", []string{"verify", "--source", verifyF32, "--n-predict", "4", shard}, 0,
+			[]string{"tensors: 47 compared, 0 over", "PASS in"}, ""},
+		{"F32 against a gguf-split set", []string{"verify", "--source", shard, "--n-predict", "4", verifyF32}, 0, []string{"PASS in"}, ""},
+		{"second shard", []string{"verify", strings.Replace(shard, "00001-of", "00002-of", 1)}, 2, nil, "not the first shard's"},
 		{"negative n-predict", []string{"verify", "--n-predict", "-1", verifyF32}, 2, nil, "must not be negative"},
 	}
 	for _, tc := range tests {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/ggufkit/ggufkit/gguf"
 	"github.com/ggufkit/ggufkit/quantize"
-	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 )
 
 // Tensor is one weight as the forward pass reads it.
@@ -22,11 +21,18 @@ type Weights interface {
 	Tensor(name string) (Tensor, bool)
 }
 
+// TensorFile is what GGUFWeights reads: a GGUF's tensor infos and data
+// (*ggufread.File satisfies it, and so does a gguf-split set seen as one).
+type TensorFile interface {
+	Tensor(name string) (*gguf.TensorInfo, bool)
+	TensorData(name string) ([]byte, error)
+}
+
 // GGUFWeights serves a GGUF's tensors, decoding rows from the file's memory
 // map on every read (nothing is held in memory but the map).
-func GGUFWeights(f *ggufread.File) Weights { return ggufWeights{f} }
+func GGUFWeights(f TensorFile) Weights { return ggufWeights{f} }
 
-type ggufWeights struct{ f *ggufread.File }
+type ggufWeights struct{ f TensorFile }
 
 func (w ggufWeights) Tensor(name string) (Tensor, bool) {
 	info, ok := w.f.Tensor(name)
@@ -37,7 +43,7 @@ func (w ggufWeights) Tensor(name string) (Tensor, bool) {
 }
 
 type ggufTensor struct {
-	f    *ggufread.File
+	f    TensorFile
 	info *gguf.TensorInfo
 }
 
