@@ -427,7 +427,7 @@ FIXTURES["gemma"] = dict(
 
 FIXTURES["gemma2"] = dict(
     cls="Gemma2ForCausalLM", source="google/gemma-2-2b", tokenizer="tok512",
-    dtype="float32", seed=109, norm="offset",
+    dtype="float32", seed=109, norm="offset", pytorch_copy=True,
     why="attn/final logit soft-capping, sliding window, pre+post norms, query_pre_attn_scalar; F32 source like the real one",
     config={
         "architectures": ["Gemma2ForCausalLM"],
