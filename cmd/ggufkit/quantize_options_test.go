@@ -438,7 +438,9 @@ func TestQuantizeSplit(t *testing.T) {
 // testdata/llama-quantize/options.json — options the reference folders do
 // not exercise (a legacy .dat imatrix, --include-weights, --exclude-weights,
 // --override-kv of every type, --prune-layers, --tensor-type, a numeric
-// type, COPY, requantizing, --keep-split of a real gguf-split set) — and
+// type, COPY, requantizing, --keep-split of a real gguf-split set; a dense
+// and an MoE model other than the reference ones, with their own imatrix,
+// for nine types) — and
 // compares every output with llama-quantize's sha256, or expects the
 // failure llama-quantize had (leaving no file, where llama-quantize leaves
 // a partial one). The split cases read ../shared (GGUFKIT_SHARED).
@@ -509,7 +511,7 @@ func TestQuantizeLlamaQuantizeOptions(t *testing.T) {
 			}
 		})
 	}
-	if ran < 13 {
+	if ran < 31 {
 		t.Fatalf("only %d cases ran", ran)
 	}
 }

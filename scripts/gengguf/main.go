@@ -11,6 +11,16 @@
 // converter; this writes the GGUF a requantizer starts from. The values are
 // deterministic pseudo-random weights of small magnitude (σ ≈ 0.02, roughly
 // normal), norms are 1.
+//
+// With -experts N the feed-forward tensors become N stacked experts
+// (ffn_gate_inp, ffn_{gate,up,down}_exps), as for Mixtral. With -imatrix
+// FILE it also writes an importance matrix for the model in llama-imatrix's
+// GGUF form (general.type imatrix, <name>.in_sum2 [ne0, experts] and
+// <name>.counts [1, experts], imatrix.datasets/chunk_count/chunk_size) with
+// deterministic positive sums and per-expert counts, so that requantizing
+// with weights (and with per-expert slices) can be compared with
+// llama-quantize on a model of any shape. testdata/llama-quantize holds two
+// such small models (see its README).
 package main
 
 import (
@@ -35,8 +45,10 @@ func main() {
 	heads := flag.Int("heads", 16, "attention heads")
 	kvHeads := flag.Int("kv-heads", 4, "key/value heads")
 	vocab := flag.Int("vocab", 32000, "vocabulary size (rows of token_embd and output)")
+	experts := flag.Int("experts", 0, "feed-forward experts (0: a dense model)")
+	im := flag.String("imatrix", "", "also write an importance matrix for the model to `FILE`")
 	flag.Parse()
-	if err := run(*out, *layers, *hidden, *ffn, *heads, *kvHeads, *vocab); err != nil {
+	if err := run(*out, *im, *layers, *hidden, *ffn, *heads, *kvHeads, *vocab, *experts); err != nil {
 		fmt.Fprintln(os.Stderr, "gengguf:", err)
 		os.Exit(1)
 	}
@@ -47,11 +59,12 @@ type tensor struct {
 	shape []uint64 // GGUF order: row length first
 }
 
-func run(path string, layers, hidden, ffn, heads, kvHeads, vocab int) error {
+func run(path, imPath string, layers, hidden, ffn, heads, kvHeads, vocab, experts int) error {
 	switch {
 	case path == "":
 		return errors.New("-o FILE is required")
-	case layers <= 0 || layers > 512 || hidden <= 0 || hidden > 1<<16 || ffn <= 0 || ffn > 1<<18 || vocab <= 0 || vocab > 1<<20:
+	case layers <= 0 || layers > 512 || hidden <= 0 || hidden > 1<<16 || ffn <= 0 || ffn > 1<<18 || vocab <= 0 || vocab > 1<<20 ||
+		experts < 0 || experts > 256:
 		return errors.New("sizes out of range")
 	case heads <= 0 || kvHeads <= 0 || hidden%heads != 0 || heads%kvHeads != 0:
 		return errors.New("heads must divide hidden and be a multiple of kv-heads")
@@ -68,10 +81,22 @@ func run(path string, layers, hidden, ffn, heads, kvHeads, vocab int) error {
 			tensor{b + "attn_v.weight", []uint64{h, kv}},
 			tensor{b + "attn_output.weight", []uint64{h, h}},
 			tensor{b + "ffn_norm.weight", []uint64{h}},
-			tensor{b + "ffn_gate.weight", []uint64{h, f}},
-			tensor{b + "ffn_up.weight", []uint64{h, f}},
-			tensor{b + "ffn_down.weight", []uint64{f, h}},
 		)
+		if experts > 0 {
+			e := uint64(experts)
+			ts = append(ts,
+				tensor{b + "ffn_gate_inp.weight", []uint64{h, e}},
+				tensor{b + "ffn_gate_exps.weight", []uint64{h, f, e}},
+				tensor{b + "ffn_up_exps.weight", []uint64{h, f, e}},
+				tensor{b + "ffn_down_exps.weight", []uint64{f, h, e}},
+			)
+		} else {
+			ts = append(ts,
+				tensor{b + "ffn_gate.weight", []uint64{h, f}},
+				tensor{b + "ffn_up.weight", []uint64{h, f}},
+				tensor{b + "ffn_down.weight", []uint64{f, h}},
+			)
+		}
 	}
 	ts = append(ts, tensor{"output_norm.weight", []uint64{h}}, tensor{"output.weight", []uint64{h, v}})
 
@@ -94,6 +119,10 @@ func run(path string, layers, hidden, ffn, heads, kvHeads, vocab int) error {
 	u("general.file_type", int(gguf.FileTypeF16))
 	u("llama.vocab_size", vocab)
 	u("llama.rope.dimension_count", hidden/heads)
+	if experts > 0 {
+		u("llama.expert_count", experts)
+		u("llama.expert_used_count", min(2, experts))
+	}
 	u("general.quantization_version", gguf.QuantizationVersion)
 	for _, t := range ts {
 		typ := gguf.F16
@@ -119,13 +148,87 @@ func run(path string, layers, hidden, ffn, heads, kvHeads, vocab int) error {
 				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(1))
 			}
 		} else {
-			n *= int(t.shape[1])
+			for _, d := range t.shape[1:] {
+				n *= int(d)
+			}
 			buf = buf[:0]
 			for range n {
 				buf = binary.LittleEndian.AppendUint16(buf, quantize.FP32ToFP16(gauss(&rng)))
 			}
 		}
 		if err := w.WriteTensor(t.name, buf); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if imPath == "" {
+		return nil
+	}
+	return writeImatrix(imPath, ts, max(1, experts))
+}
+
+// writeImatrix writes llama-imatrix's GGUF form for the matrix multiplies
+// of ts (every 2-D and 3-D weight but the embedding, which llama-imatrix
+// never sees): per tensor, Σx² over its columns for each expert and each
+// expert's token count, chosen deterministically.
+func writeImatrix(path string, ts []tensor, experts int) error {
+	w, err := writer.Create(context.Background(), path, writer.Options{Overwrite: true})
+	if err != nil {
+		return err
+	}
+	w.SetKV("general.type", gguf.String("imatrix"))
+	w.SetKV("imatrix.datasets", gguf.Array([]string{"gengguf"}))
+	w.SetKV("imatrix.chunk_count", gguf.Uint32(10))
+	w.SetKV("imatrix.chunk_size", gguf.Uint32(512))
+	type entry struct {
+		name  string
+		sums  []byte
+		count []byte
+	}
+	rng := uint64(0x243F6A8885A308D3)
+	var es []entry
+	for _, t := range ts {
+		if len(t.shape) < 2 || t.name == "token_embd.weight" {
+			continue
+		}
+		ne := 1
+		if len(t.shape) == 3 {
+			ne = experts
+		}
+		var e entry
+		e.name = t.name
+		for x := range ne {
+			count := float32(100 + 37*x)
+			e.count = binary.LittleEndian.AppendUint32(e.count, math.Float32bits(count))
+			for range t.shape[0] {
+				v := gauss(&rng) * 50
+				e.sums = binary.LittleEndian.AppendUint32(e.sums, math.Float32bits(count*(0.01+v*v)))
+			}
+		}
+		ne64 := uint64(ne)
+		if err := w.AddTensor(e.name+".in_sum2", gguf.F32, []uint64{t.shape[0], ne64}); err != nil {
+			w.Abort()
+			return err
+		}
+		if err := w.AddTensor(e.name+".counts", gguf.F32, []uint64{1, ne64}); err != nil {
+			w.Abort()
+			return err
+		}
+		es = append(es, e)
+	}
+	if err := w.Start(); err != nil {
+		w.Abort()
+		return err
+	}
+	for _, e := range es {
+		if err := w.WriteTensor(e.name+".in_sum2", e.sums); err != nil {
+			w.Abort()
+			return err
+		}
+		if err := w.WriteTensor(e.name+".counts", e.count); err != nil {
 			w.Abort()
 			return err
 		}
