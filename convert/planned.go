@@ -3,6 +3,7 @@ package convert
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/ggufkit/ggufkit/convert/metadata"
 	"github.com/ggufkit/ggufkit/gguf"
@@ -19,6 +20,15 @@ type Planned struct {
 	kvs     []gguf.KV
 	tensors []Tensor
 	byName  map[string]*Tensor
+
+	mu   sync.Mutex
+	kept []keptTensor // transformed tensors computed whole, oldest first
+}
+
+// keptTensor is a transformed tensor's computed values.
+type keptTensor struct {
+	name   string
+	values []float32
 }
 
 // PlannedTensor is one tensor of a Planned conversion.
@@ -78,23 +88,65 @@ func (p *Planned) ReadFloat32(ctx context.Context, name string, dst []float32) e
 	if !ok {
 		return fmt.Errorf("convert: %s: no tensor %q in the plan", p.j.model.Root, name)
 	}
-	if int64(len(dst)) != t.Elements() {
-		return fmt.Errorf("convert: tensor %q has %d values, buffer %d", name, t.Elements(), len(dst))
+	return p.ReadRows(ctx, name, 0, int(t.Elements()/t.Shape[len(t.Shape)-1]), dst)
+}
+
+// ReadRows computes rows [row0, row0+nrows) of the named tensor (a row is
+// its last PyTorch dimension, ggml's ne0) into dst, whose length must be
+// nrows × the row length. A tensor that is a source unchanged is read by
+// rows; a transformed one (permuted, stacked, generated) is computed whole
+// and kept while its rows are read (the last few such tensors are kept).
+// It is safe for concurrent use.
+func (p *Planned) ReadRows(ctx context.Context, name string, row0, nrows int, dst []float32) error {
+	t, ok := p.byName[name]
+	if !ok {
+		return fmt.Errorf("convert: %s: no tensor %q in the plan", p.j.model.Root, name)
+	}
+	cols := t.Shape[len(t.Shape)-1]
+	rows := t.Elements() / max(cols, 1)
+	if row0 < 0 || nrows < 0 || int64(row0) > rows-int64(nrows) || int64(len(dst)) != int64(nrows)*cols {
+		return fmt.Errorf("convert: tensor %q: rows [%d, %d) into %d values (%d rows of %d)", name, row0, row0+nrows, len(dst), rows, cols)
 	}
 	if t.Build == nil && len(t.Sources) == 1 {
 		// A source unchanged: straight into dst, no second buffer.
-		rows := t.Elements() / t.Shape[len(t.Shape)-1]
-		if err := p.j.model.Source.ReadFloat32(ctx, t.Sources[0].Source, dst, 0, int(rows)); err != nil {
+		if err := p.j.model.Source.ReadFloat32(ctx, t.Sources[0].Source, dst, row0, nrows); err != nil {
 			return fmt.Errorf("convert: tensor %q: %w", name, err)
 		}
 		return nil
 	}
-	v, err := p.j.values(ctx, t)
+	v, err := p.whole(ctx, t)
 	if err != nil {
 		return fmt.Errorf("convert: tensor %q: %w", name, err)
 	}
-	copy(dst, v)
+	copy(dst, v[int64(row0)*cols:int64(row0+nrows)*cols])
 	return nil
+}
+
+// keptTensors bounds the transformed tensors Planned keeps computed.
+const keptTensors = 4
+
+// whole returns the computed values of a transformed tensor, from the
+// cache when it is there.
+func (p *Planned) whole(ctx context.Context, t *Tensor) ([]float32, error) {
+	p.mu.Lock()
+	for _, k := range p.kept {
+		if k.name == t.Name {
+			p.mu.Unlock()
+			return k.values, nil
+		}
+	}
+	p.mu.Unlock()
+	v, err := p.j.values(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.kept) == keptTensors {
+		p.kept = p.kept[1:]
+	}
+	p.kept = append(p.kept, keptTensor{t.Name, v})
+	return v, nil
 }
 
 // Close releases the source checkpoint.

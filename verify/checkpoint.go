@@ -2,52 +2,53 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/ggufkit/ggufkit/convert"
+	"github.com/ggufkit/ggufkit/gguf"
 )
 
 // CheckpointReference is a Reference made of a source checkpoint through
-// the converter's own plan: the architecture plugin's tensor mapping and
-// transforms (Q/K permutation, norm offsets, fused-QKV splits …), applied in
-// float32, and the metadata and tokenizer keys the converter derives. Each
-// GGUF tensor is so compared with exactly what its source tensors become,
-// nothing undone by hand.
-//
-// It is built by converting the checkpoint to an F32 GGUF in a temporary
-// file (as large as the model in float32) that Close removes.
+// the converter's own plan (convert.Plan): the architecture plugin's tensor
+// mapping and transforms (Q/K permutation, norm offsets, expert stacking,
+// fused-QKV splits …), applied in float32 as the F32 conversion would, and
+// the metadata and tokenizer keys the converter derives. Each GGUF tensor is
+// so compared with exactly what its source tensors become, nothing undone by
+// hand. Tensors are computed on demand from the checkpoint: nothing is
+// written to disk.
 type CheckpointReference struct {
-	Reference
-	f    *File
-	path string
+	plan *convert.Planned
 }
 
-// OpenCheckpoint converts the checkpoint at src (anything convert.Run reads:
-// a Hugging Face folder, a safetensors or PyTorch file, a cache entry) into
-// a temporary F32 GGUF under tmpDir ("" for os.TempDir) and opens it as a
-// Reference. threads bounds the conversion's parallelism (0: all CPUs).
-func OpenCheckpoint(ctx context.Context, src, tmpDir string, threads int) (*CheckpointReference, error) {
-	dir, err := os.MkdirTemp(tmpDir, "ggufkit-verify-")
+// OpenCheckpoint plans the F32 conversion of the checkpoint at src
+// (anything convert.Run reads: a Hugging Face folder, a safetensors or
+// PyTorch file, a cache entry, Meta's original layout) and opens it as a
+// Reference.
+func OpenCheckpoint(ctx context.Context, src string) (*CheckpointReference, error) {
+	p, err := convert.Plan(ctx, src, convert.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("verify: reference of %s: %w", src, err)
+		return nil, fmt.Errorf("verify: reference %s: %w", src, err)
 	}
-	path := filepath.Join(dir, "reference-f32.gguf")
-	if _, err := convert.Run(ctx, src, convert.Options{OutType: "f32", OutFile: path, Threads: threads}); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("verify: converting the reference %s: %w", src, err)
-	}
-	f, err := Open(path)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("verify: reference of %s: %w", src, err)
-	}
-	return &CheckpointReference{Reference: GGUFReference(f), f: f, path: dir}, nil
+	return &CheckpointReference{plan: p}, nil
 }
 
-// Close releases the reference and removes its temporary file.
-func (r *CheckpointReference) Close() error {
-	return errors.Join(r.f.Close(), os.RemoveAll(r.path))
+// KVs are the metadata the F32 conversion would write.
+func (r *CheckpointReference) KVs() []gguf.KV { return r.plan.KVs() }
+
+// Tensors lists the conversion's tensors.
+func (r *CheckpointReference) Tensors() []RefTensor {
+	pts := r.plan.Tensors()
+	out := make([]RefTensor, len(pts))
+	for i, t := range pts {
+		out[i] = RefTensor{Name: t.Name, Shape: t.Shape}
+	}
+	return out
 }
+
+// ReadRows computes rows of a tensor from the checkpoint.
+func (r *CheckpointReference) ReadRows(ctx context.Context, name string, row0, nrows int, dst []float32) error {
+	return r.plan.ReadRows(ctx, name, row0, nrows, dst)
+}
+
+// Close releases the checkpoint.
+func (r *CheckpointReference) Close() error { return r.plan.Close() }

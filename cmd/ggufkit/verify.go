@@ -40,7 +40,7 @@ func verifyCommand() *cli.Command {
 			"KL divergence / top-1 agreement of the two forward passes, within limits measured on the model.\n" +
 			"Exit status: 0 pass, 1 fail, 2 could not run.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "source", Usage: "reference `PATH`: a GGUF file, or the checkpoint OUT was converted from (mapped through the converter's plan via a temporary F32 GGUF)"},
+			&cli.StringFlag{Name: "source", Usage: "reference `PATH`: a GGUF file, or the checkpoint OUT was converted from (mapped through the converter's plan)"},
 			&cli.StringFlag{Name: "prompt", Value: verify.DefaultPrompt, Usage: "`TEXT` of the forward pass, tokenized with OUT's vocabulary"},
 			&cli.IntFlag{Name: "n-predict", Value: verify.DefaultNPredict, Usage: "greedy tokens to generate (`N` ≥ 0)"},
 			&cli.IntFlag{Name: "threads", Usage: "goroutines for decoding and matrix products (`N`, 0: all CPUs)"},
@@ -106,7 +106,7 @@ func runVerify(c *cli.Context) error {
 
 // openReference opens --source: a GGUF file (or the first shard of a
 // gguf-split set) as it is, anything else as a checkpoint mapped through
-// the converter's plan (converted to a temporary F32 GGUF).
+// the converter's plan (computed on demand).
 func openReference(c *cli.Context, path string) (verify.Reference, func(), error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, fmt.Errorf("--source: %w", err)
@@ -118,7 +118,7 @@ func openReference(c *cli.Context, path string) (verify.Reference, func(), error
 		}
 		return verify.GGUFReference(f), func() { f.Close() }, nil
 	}
-	ref, err := verify.OpenCheckpoint(c.Context, path, "", c.Int("threads"))
+	ref, err := verify.OpenCheckpoint(c.Context, path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--source: %w", err)
 	}

@@ -131,7 +131,7 @@ func TestVerifyCommand(t *testing.T) {
 			[]string{"tensors: 47 compared, 0 over their type's limit", "PASS in"}, ""},
 		{"transposed matrix against its checkpoint", []string{"verify", "--source", "../../testdata/stories260K/source", "--n-predict", "4", broken}, 1,
 			[]string{"FAIL: "}, "the file fails verification"},
-		{"not a checkpoint", []string{"verify", "--source", "../../testdata/stories260K/README.md", verifyF32}, 2, nil, "--source: verify: converting the reference"},
+		{"not a checkpoint", []string{"verify", "--source", "../../testdata/stories260K/README.md", verifyF32}, 2, nil, "--source: verify: reference"},
 		{"no argument", []string{"verify"}, 2, nil, "expected one OUT.gguf"},
 		{"gguf-split set", []string{"verify", "--n-predict", "4", shard}, 0, []string{"PASS (structural checks only"}, ""},
 		{"gguf-split set against F32", []string{"verify", "--source", verifyF32, "--n-predict", "4", shard}, 0,
