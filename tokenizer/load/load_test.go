@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -166,14 +167,15 @@ func kvDigest(kv gguf.KV) string {
 // TestConverterOutput runs every case of testdata/cases.json and checks
 // the KVs against what llama.cpp's converter wrote for the same folder
 // (testdata/converter.json): the same keys in the same order, the same
-// value types and, through the sha256 of each KV's bytes, the same values.
+// value types and, through the sha256 of each KV's bytes, the same values;
+// or, where the converter refused the folder, an error of the same kind.
 func TestConverterOutput(t *testing.T) {
 	cases := readCases(t)
 	b, err := os.ReadFile("testdata/converter.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want map[string][]converterKV
+	var want map[string]json.RawMessage
 	if err := json.Unmarshal(b, &want); err != nil {
 		t.Fatalf("testdata/converter.json: %v", err)
 	}
@@ -182,9 +184,26 @@ func TestConverterOutput(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			w, ok := want[name]
+			raw, ok := want[name]
 			if !ok {
 				t.Fatalf("no converter output for %s", name)
+			}
+			var refused struct{ Error string }
+			if json.Unmarshal(raw, &refused) == nil && refused.Error != "" {
+				// The converter refused the folder; so must we, with the
+				// matching error.
+				_, err := routines[c.Routine](materialize(t, c), load.Options{VocabSize: c.VocabSize, TypeVocabSize: c.TypeVocabSize})
+				if err == nil {
+					t.Fatalf("converted a folder llama.cpp's converter refuses (%s)", refused.Error)
+				}
+				if strings.Contains(refused.Error, "pre-tokenizer was not recognized") && !errors.Is(err, load.ErrUnknownPre) {
+					t.Fatalf("err = %v, want ErrUnknownPre (the converter: %s)", err, refused.Error)
+				}
+				return
+			}
+			var w []converterKV
+			if err := json.Unmarshal(raw, &w); err != nil {
+				t.Fatalf("converter.json %s: %v", name, err)
 			}
 			got := convertCase(t, c)
 			var gotKeys, wantKeys []string

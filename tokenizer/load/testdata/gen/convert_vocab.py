@@ -6,10 +6,11 @@
 For each case the listed files are copied (".bz2" ones decompressed) into a fresh folder, and
 `convert_hf_to_gguf.py DIR --vocab-only --outtype f32` runs on it. The output's tokenizer.* KVs are
 recorded in file order: key, GGUF value type (array: element type and length; scalars and short
-strings: the value) and the sha256 of the
-KV's bytes in the file (key, type and value, little-endian GGUF v3), which is exactly how ggufkit's
-gguf.Encoder writes a KV. Without PyTorch installed, gen/torchstub (an import-only stand-in) is put
-on PYTHONPATH: a --vocab-only run with an explicit --outtype reads no tensor.
+strings: the value) and the sha256 of the KV's bytes in the file (key, type and value,
+little-endian GGUF v3), which is exactly how ggufkit's gguf.Encoder writes a KV. When the converter
+refuses a folder, the case is {"error": the last line of its traceback}. Without PyTorch installed,
+gen/torchstub (an import-only stand-in) is put on PYTHONPATH: a --vocab-only run with an explicit
+--outtype reads no tensor.
 """
 import bz2, hashlib, importlib.util, json, os, shutil, subprocess, sys, tempfile
 
@@ -37,9 +38,13 @@ for name, case in cases.items():
             else:
                 shutil.copyfile(path, os.path.join(src, dst))
         gguf_path = os.path.join(tmp, name + ".gguf")
-        subprocess.run([sys.executable, os.path.join(llama, "convert_hf_to_gguf.py"), src, "--vocab-only",
-                        "--outtype", "f32", "--outfile", gguf_path, "--model-name", name],
-                       env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run = subprocess.run([sys.executable, os.path.join(llama, "convert_hf_to_gguf.py"), src, "--vocab-only",
+                              "--outtype", "f32", "--outfile", gguf_path, "--model-name", name],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if run.returncode != 0:
+            # The converter refused the folder: record its exception.
+            out[name] = {"error": run.stderr.strip().splitlines()[-1]}
+            continue
         reader = GGUFReader(gguf_path)
         raw = reader.data
         kvs = []
