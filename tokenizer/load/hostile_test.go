@@ -69,7 +69,11 @@ func TestHostileTokenizerJSON(t *testing.T) {
 		want              error
 	}{
 		{"not JSON", `{"model": `, "", load.ErrFormat},
+		// Regression: data after the document was accepted (Python's json refuses it).
 		{"extra data", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]}} x`, "", load.ErrFormat},
+		{"extra object", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}{}`, "", load.ErrFormat},
+		// Regression: an id written as a string decoded into a json.Number.
+		{"string id", `{"model":{"type":"BPE","vocab":{"a":"0"}}}`, "model.vocab", load.ErrFormat},
 		{"an array", `[1]`, "", load.ErrFormat},
 		{"no model", `{"added_tokens":[]}`, "model", load.ErrFormat},
 		{"unknown model type", `{"model":{"type":"Magic","vocab":{}}}`, "model.type", load.ErrUnsupported},
@@ -128,6 +132,10 @@ func TestHostileFolder(t *testing.T) {
 		{"token id past vocab_size", map[string]string{"tokenizer.json": bpe}, load.GPT2, load.Options{VocabSize: 1}, load.ErrFormat, "vocab_size 1"},
 		{"hostile vocab_size", map[string]string{"tokenizer.json": bpe}, load.GPT2, load.Options{VocabSize: 1 << 40}, load.ErrTooLarge, "vocab_size"},
 		{"invalid UTF-8 chat template", map[string]string{"tokenizer.json": bpe, "tokenizer_config.json": `{"model_max_length":1}`, "chat_template.jinja": "\xff"}, load.GPT2, load.Options{Pre: "gpt-2"}, load.ErrFormat, "chat_template.jinja"},
+		{"chat_template list of strings", map[string]string{"tokenizer.json": bpe, "tokenizer_config.json": `{"chat_template":["x"]}`}, load.GPT2, load.Options{Pre: "gpt-2"}, load.ErrFormat, "chat_template[0]"},
+		{"chat_template name a number", map[string]string{"tokenizer.json": bpe, "tokenizer_config.json": `{"chat_template":[{"name":1,"template":"x"}]}`}, load.GPT2, load.Options{Pre: "gpt-2"}, load.ErrFormat, "chat_template[0].name"},
+		{"added_tokens.json id a string", map[string]string{"tokenizer.model": string(spmPiece("<unk>", 2)), "added_tokens.json": `{"<x>":"1"}`}, load.SentencePiece, load.Options{}, load.ErrFormat, "added_tokens.json"},
+		// Regression: ids written as strings were accepted.
 		{"vocab.json ids not ints", map[string]string{"vocab.json": `{"a":"0"}`, "merges.txt": "", "tokenizer_config.json": `{"tokenizer_class":"GPT2Tokenizer"}`}, load.GPT2, load.Options{Pre: "gpt-2"}, load.ErrFormat, "vocab.json"},
 		{"vocab.txt, not a BERT class", map[string]string{"vocab.txt": "a\n", "tokenizer_config.json": `{"tokenizer_class":"XLMTokenizer"}`}, load.Bert, load.Options{}, load.ErrUnsupported, "vocab.txt"},
 		{"Phi-3 added token past vocab_size", map[string]string{"tokenizer_config.json": `{"tokenizer_class":"LlamaTokenizer","added_tokens_decoder":{"70000":{"content":"x"}}}`}, load.Phi3, load.Options{}, load.ErrNotFound, "tokenizer.model"},
