@@ -138,7 +138,8 @@ func TestHostileFolder(t *testing.T) {
 		// Regression: ids written as strings were accepted.
 		{"vocab.json ids not ints", map[string]string{"vocab.json": `{"a":"0"}`, "merges.txt": "", "tokenizer_config.json": `{"tokenizer_class":"GPT2Tokenizer"}`}, load.GPT2, load.Options{Pre: "gpt-2"}, load.ErrFormat, "vocab.json"},
 		{"vocab.txt, not a BERT class", map[string]string{"vocab.txt": "a\n", "tokenizer_config.json": `{"tokenizer_class":"XLMTokenizer"}`}, load.Bert, load.Options{}, load.ErrUnsupported, "vocab.txt"},
-		{"Phi-3 added token past vocab_size", map[string]string{"tokenizer_config.json": `{"tokenizer_class":"LlamaTokenizer","added_tokens_decoder":{"70000":{"content":"x"}}}`}, load.Phi3, load.Options{}, load.ErrNotFound, "tokenizer.model"},
+		{"Phi-3 without tokenizer.model", map[string]string{"tokenizer_config.json": `{"tokenizer_class":"LlamaTokenizer"}`}, load.Phi3, load.Options{}, load.ErrNotFound, "tokenizer.model"},
+		{"Phi-3 added token past vocab_size", map[string]string{"tokenizer.model": string(spmPiece("<unk>", 2)), "tokenizer_config.json": `{"tokenizer_class":"LlamaTokenizer","added_tokens_decoder":{"70000":{"content":"x"}}}`}, load.Phi3, load.Options{}, load.ErrFormat, "id 70000"},
 		{"SentencePiece garbage", map[string]string{"tokenizer.model": "\x0a\xff"}, load.SentencePiece, load.Options{}, load.ErrFormat, "tokenizer.model"},
 		{"T5 without a model", map[string]string{"tokenizer.json": bpe}, load.T5, load.Options{}, load.ErrNotFound, "spiece.model"},
 	}
