@@ -257,8 +257,8 @@ func (j *job) write(ctx context.Context, kvs []gguf.KV, tensors []Tensor, out st
 	var total int64
 	for i := range tensors {
 		t := &tensors[i]
-		rs, _ := t.Type.RowSize(uint64(t.Shape[len(t.Shape)-1]))
-		size := rs * uint64(t.Elements()/t.Shape[len(t.Shape)-1])
+		rs, _ := t.Type.RowSize(uint64(t.RowLen()))
+		size := rs * uint64(t.Elements()/t.RowLen())
 		total += int64(size)
 		rep.Plan = append(rep.Plan, TensorReport{Index: i, Count: len(tensors), Name: t.Name, Shape: t.GGUFShape(),
 			SourceDType: sourceDType(t), Type: t.Type, Bytes: size})
@@ -405,7 +405,7 @@ const chunkValues = 1 << 20
 // source unchanged streams a bounded number of rows at a time; one with a
 // transform (a permutation, a stack of experts) is computed whole.
 func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) error {
-	cols := t.Shape[len(t.Shape)-1]
+	cols := t.RowLen()
 	if t.Build != nil || len(t.Sources) != 1 {
 		data, err := j.values(ctx, t)
 		if err != nil {
@@ -453,31 +453,43 @@ func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) erro
 }
 
 // writeDirect streams a tensor whose stored dtype converts straight to its
-// output type (see directFor), a bounded number of rows at a time.
-func (j *job) writeDirect(ctx context.Context, rr readers.RowReader, tw *writer.TensorWriter, t *Tensor, conv directFunc) error {
-	cols := t.Shape[len(t.Shape)-1]
+// output type (see directFor), a bounded piece at a time, from the source's
+// stored bytes (mapped pages are released as they are used). A tensor
+// copied unchanged is only scanned for non-finite values and then copied
+// by the kernel when the source is a plain file (readers.FileRanger).
+func (j *job) writeDirect(ctx context.Context, rr readers.RowReader, tw *writer.TensorWriter, t *Tensor, d direct) error {
+	cols := t.RowLen()
 	rows := t.Elements() / cols
 	src := t.Sources[0]
 	inSize, outSize := int64(src.DType.Size()), int64(t.Type.TypeSize())
-	step := max(1, chunkValues/cols)
-	in := make([]byte, min(step, rows)*cols*inSize)
-	out := make([]byte, min(step, rows)*cols*outSize)
-	for r := int64(0); r < rows; r += step {
-		n := min(step, rows-r)
-		b := in[:n*cols*inSize]
-		if err := rr.ReadRows(ctx, src.Source, b, int(r), int(n)); err != nil {
-			return err
-		}
+	check := func(first int64, b []byte) error {
 		if i := firstNonFiniteStored(b, src.DType); i >= 0 {
-			return nonFiniteError(b, src.DType, i, cols, r)
+			return nonFiniteError(b, src.DType, i, cols, first)
 		}
-		o := out[:n*cols*outSize]
-		conv(o, b)
-		if _, err := tw.WriteAt(o, r*cols*outSize); err != nil {
-			return err
+		return nil
+	}
+	if fr, ok := j.model.Source.(readers.FileRanger); ok && d.copy {
+		if f, off, n, err := fr.FileRange(src.Source); err == nil && n == rows*cols*inSize {
+			if err := rr.VisitRows(ctx, src.Source, 0, int(rows), check); err != nil {
+				return err
+			}
+			return tw.CopyFrom(f, off, 0, n)
 		}
 	}
-	return nil
+	var out []byte
+	return rr.VisitRows(ctx, src.Source, 0, int(rows), func(first int64, b []byte) error {
+		if err := check(first, b); err != nil {
+			return err
+		}
+		n := int64(len(b)) / inSize * outSize
+		if int64(cap(out)) < n {
+			out = make([]byte, n)
+		}
+		o := out[:n]
+		d.conv(o, b)
+		_, err := tw.WriteAt(o, first*outSize)
+		return err
+	})
 }
 
 // values computes a tensor's float32 values from its sources.

@@ -19,29 +19,35 @@ import (
 // 16-bit pattern), and is several times faster.
 type directFunc func(dst, src []byte)
 
+// direct is one direct conversion; copy marks the plain copy (same stored
+// and output type), which may be done by the kernel.
+type direct struct {
+	conv directFunc
+	copy bool
+}
+
 // directKey is a (source dtype, output type) pair.
 type directKey struct {
 	from readers.DType
 	to   gguf.Type
 }
 
-// directConversions are the pairs with a direct conversion, and the size of
-// one source value.
-var directConversions = map[directKey]directFunc{
-	{readers.F32, gguf.F32}:   copyBytes,
-	{readers.F16, gguf.F16}:   copyBytes,
-	{readers.BF16, gguf.BF16}: copyBytes,
-	{readers.BF16, gguf.F32}:  bf16ToF32,
-	{readers.F16, gguf.F32}:   f16ToF32,
-	{readers.BF16, gguf.F16}:  func(dst, src []byte) { lookup16(dst, src, bf16ToF16Table()) },
-	{readers.F16, gguf.BF16}:  func(dst, src []byte) { lookup16(dst, src, f16ToBF16Table()) },
+// directConversions are the pairs with a direct conversion.
+var directConversions = map[directKey]direct{
+	{readers.F32, gguf.F32}:   {copyBytes, true},
+	{readers.F16, gguf.F16}:   {copyBytes, true},
+	{readers.BF16, gguf.BF16}: {copyBytes, true},
+	{readers.BF16, gguf.F32}:  {conv: bf16ToF32},
+	{readers.F16, gguf.F32}:   {conv: f16ToF32},
+	{readers.BF16, gguf.F16}:  {conv: func(dst, src []byte) { lookup16(dst, src, bf16ToF16Table()) }},
+	{readers.F16, gguf.BF16}:  {conv: func(dst, src []byte) { lookup16(dst, src, f16ToBF16Table()) }},
 }
 
 // directFor returns the direct conversion from a source dtype to an output
 // type, if there is one.
-func directFor(from readers.DType, to gguf.Type) (directFunc, bool) {
-	f, ok := directConversions[directKey{from, to}]
-	return f, ok
+func directFor(from readers.DType, to gguf.Type) (direct, bool) {
+	d, ok := directConversions[directKey{from, to}]
+	return d, ok
 }
 
 func copyBytes(dst, src []byte) { copy(dst, src) }
@@ -85,57 +91,57 @@ var f16ToBF16Table = sync.OnceValue(func() *[1 << 16]uint16 {
 })
 
 // firstNonFiniteStored returns the index of the first NaN or infinity among
-// the stored values of src (dtype F32, F16 or BF16), or -1. As
-// quantize.CheckFinite does for float32, it ORs exponent+1 over groups so
-// that only a group holding one is scanned value by value.
+// the stored values of src (dtype F32, F16 or BF16), or -1. A value is
+// non-finite when its exponent bits are all ones. Eight bytes at a time
+// hold two or four values; masking each lane to its exponent and adding
+// one unit of exponent sets the lane's top bit exactly when the exponent
+// was all ones, and cannot carry into the next lane (the sum is at most
+// the lane's top bit). OR-ing that over 64 bytes tells without a branch per
+// value whether they hold one; only such a group is scanned value by value.
 func firstNonFiniteStored(src []byte, dt readers.DType) int {
-	if dt == readers.F32 {
-		n := len(src) / 4
-		i := 0
-		for ; i+16 <= n; i += 16 {
-			var acc uint32
-			for j := i; j < i+16; j++ {
-				acc |= binary.LittleEndian.Uint32(src[4*j:])&0x7F800000 + 0x00800000
-			}
-			if acc&0x80000000 != 0 {
-				break
-			}
-		}
-		for ; i < n; i++ {
-			if binary.LittleEndian.Uint32(src[4*i:])&0x7F800000 == 0x7F800000 {
-				return i
-			}
-		}
-		return -1
+	size := dt.Size()
+	var mask, one, top uint64
+	switch dt {
+	case readers.F32:
+		mask, one, top = 0x7F8000007F800000, 0x0080000000800000, 0x8000000080000000
+	case readers.F16:
+		mask, one, top = 0x7C007C007C007C00, 0x0400040004000400, 0x8000800080008000
+	default: // BF16
+		mask, one, top = 0x7F807F807F807F80, 0x0080008000800080, 0x8000800080008000
 	}
-	var mask, one uint16 = 0x7F80, 0x0080 // BF16: 8 exponent bits
-	if dt == readers.F16 {
-		mask, one = 0x7C00, 0x0400 // F16: 5 exponent bits
-	}
-	n := len(src) / 2
+	const group = 64
 	i := 0
-	for ; i+16 <= n; i += 16 {
-		var acc uint16
-		for j := i; j < i+16; j++ {
-			acc |= binary.LittleEndian.Uint16(src[2*j:])&mask + one
+	for ; i+group <= len(src); i += group {
+		var acc uint64
+		for j := i; j < i+group; j += 8 {
+			acc |= binary.LittleEndian.Uint64(src[j:])&mask + one
 		}
-		if acc&0x8000 != 0 {
+		if acc&top != 0 {
 			break
 		}
 	}
-	for ; i < n; i++ {
-		if binary.LittleEndian.Uint16(src[2*i:])&mask == mask {
-			return i
+	lane := mask & (1<<(8*size) - 1)
+	for ; i+size <= len(src); i += size {
+		var v uint64
+		if size == 4 {
+			v = uint64(binary.LittleEndian.Uint32(src[i:]))
+		} else {
+			v = uint64(binary.LittleEndian.Uint16(src[i:]))
+		}
+		if v&lane == lane {
+			return i / size
 		}
 	}
 	return -1
 }
 
 // nonFiniteError is the error the float32 route gives for a non-finite
-// stored value at index i of rows starting at row0.
-func nonFiniteError(src []byte, dt readers.DType, i int, cols int64, row0 int64) error {
+// stored value at index i of a piece whose first value is element first of
+// the tensor.
+func nonFiniteError(src []byte, dt readers.DType, i int, cols, first int64) error {
 	v := make([]float32, 1)
 	size := dt.Size()
 	_ = readers.ToFloat32(v, src[i*size:(i+1)*size], dt)
-	return fmt.Errorf("%w: %v at row %d, column %d", quantize.ErrNonFinite, v[0], row0+int64(i)/cols, int64(i)%cols)
+	at := first + int64(i)
+	return fmt.Errorf("%w: %v at row %d, column %d", quantize.ErrNonFinite, v[0], at/cols, at%cols)
 }

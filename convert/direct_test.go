@@ -2,15 +2,21 @@ package convert
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/quantize"
 	"github.com/ggufkit/ggufkit/readers"
+	"github.com/ggufkit/ggufkit/readers/safetensors"
 )
 
 // TestDirectMatchesFloat32: every direct conversion gives the bytes of the
@@ -19,7 +25,7 @@ import (
 // non-finite value is refused by both, at the same index.
 func TestDirectMatchesFloat32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for key, conv := range directConversions {
+	for key, d := range directConversions {
 		t.Run(fmt.Sprintf("%s-%s", key.from, key.to), func(t *testing.T) {
 			var src []byte
 			if key.from.Size() == 2 {
@@ -40,7 +46,7 @@ func TestDirectMatchesFloat32(t *testing.T) {
 			// Compare value by value: the float32 route refuses a row with a
 			// non-finite value, so feed it one value at a time.
 			out := make([]byte, n*key.to.TypeSize())
-			conv(out, src)
+			d.conv(out, src)
 			f := make([]float32, 1)
 			want := make([]byte, key.to.TypeSize())
 			for i := range n {
@@ -91,6 +97,53 @@ func TestFirstNonFiniteStored(t *testing.T) {
 				}
 				if got := firstNonFiniteStored(src, tc.dt); got != at {
 					t.Errorf("first non-finite at %d, want %d", got, at)
+				}
+			})
+		}
+	}
+}
+
+// TestDirectRefusesNonFinite: a NaN or infinity in a BF16 checkpoint is
+// refused with its tensor, row and column by each route (kernel copy to
+// BF16, table to F16, widening to F32, float32 route to Q8_0, one-pass
+// Q4_K_M), and no output or temporary file is left behind.
+func TestDirectRefusesNonFinite(t *testing.T) {
+	var m fixtureManifest
+	b, err := os.ReadFile(filepath.Join(fixtures, "llama3tied", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []uint16{0x7FC0, 0xFF80} {
+		src := assemble(t, filepath.Join(fixtures, "llama3tied"), &m, false)
+		st := filepath.Join(src, "model.safetensors")
+		f, err := safetensors.OpenFile(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := f.Entry("model.layers.0.mlp.down_proj.weight")
+		off := f.Header().DataStart() + e.Begin + 2*(1*128+3) // row 1, column 3
+		f.Close()
+		data, err := os.ReadFile(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint16(data[off:], bad)
+		if err := os.WriteFile(st, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, outtype := range []string{"bf16", "f16", "f32", "q8_0", "Q4_K_M"} {
+			t.Run(fmt.Sprintf("%#x/%s", bad, outtype), func(t *testing.T) {
+				dir := t.TempDir()
+				_, err := Run(context.Background(), src, Options{OutType: outtype, OutFile: filepath.Join(dir, "out.gguf")})
+				if !errors.Is(err, quantize.ErrNonFinite) || !strings.Contains(err.Error(), "row 1, column 3") ||
+					!strings.Contains(err.Error(), "blk.0.ffn_down.weight") {
+					t.Fatalf("error %v, want a non-finite value in blk.0.ffn_down.weight at row 1, column 3", err)
+				}
+				if left, _ := os.ReadDir(dir); len(left) != 0 {
+					t.Errorf("left behind: %v", left)
 				}
 			})
 		}

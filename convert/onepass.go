@@ -152,7 +152,8 @@ func (m *f32Model) Data(t *requantize.InputTensor) ([]byte, error) {
 		return nil, err
 	}
 	buf := make([]byte, 4*len(v))
-	if err := quantize.Encode(gguf.F32, buf, v, len(v), nil); err != nil {
+	// By rows, so that a non-finite value is reported at its row and column.
+	if err := quantize.Encode(gguf.F32, buf, v, int(ct.RowLen()), nil); err != nil {
 		return nil, err
 	}
 	return buf, nil

@@ -30,6 +30,17 @@ func (t *Tensor) GGUFShape() []uint64 {
 	return s
 }
 
+// RowLen is the length of the tensor's rows (its last PyTorch dimension,
+// ggml's ne0); a 0-dimensional tensor is one row of one value. A zero-length
+// dimension gives 1 too, so that row counts (Elements / RowLen) stay 0
+// without a division by zero.
+func (t *Tensor) RowLen() int64 {
+	if len(t.Shape) == 0 || t.Shape[len(t.Shape)-1] == 0 {
+		return 1
+	}
+	return t.Shape[len(t.Shape)-1]
+}
+
 // Elements is the tensor's element count.
 func (t *Tensor) Elements() int64 {
 	n := int64(1)

@@ -88,7 +88,7 @@ func (p *Planned) ReadFloat32(ctx context.Context, name string, dst []float32) e
 	if !ok {
 		return fmt.Errorf("convert: %s: no tensor %q in the plan", p.j.model.Root, name)
 	}
-	return p.ReadRows(ctx, name, 0, int(t.Elements()/t.Shape[len(t.Shape)-1]), dst)
+	return p.ReadRows(ctx, name, 0, int(t.Elements()/t.RowLen()), dst)
 }
 
 // ReadRows computes rows [row0, row0+nrows) of the named tensor (a row is
@@ -102,7 +102,7 @@ func (p *Planned) ReadRows(ctx context.Context, name string, row0, nrows int, ds
 	if !ok {
 		return fmt.Errorf("convert: %s: no tensor %q in the plan", p.j.model.Root, name)
 	}
-	cols := t.Shape[len(t.Shape)-1]
+	cols := t.RowLen()
 	rows := t.Elements() / max(cols, 1)
 	if row0 < 0 || nrows < 0 || int64(row0) > rows-int64(nrows) || int64(len(dst)) != int64(nrows)*cols {
 		return fmt.Errorf("convert: tensor %q: rows [%d, %d) into %d values (%d rows of %d)", name, row0, row0+nrows, len(dst), rows, cols)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"os"
 )
 
 // ErrShape is returned for a shape with a negative dimension or an element
@@ -26,17 +27,31 @@ type RawReader interface {
 	RawBytes(name string) ([]byte, error)
 }
 
-// RowReader is implemented by sources that can copy rows of a tensor's
+// RowReader is implemented by sources that can hand out rows of a tensor's
 // stored bytes, for conversions that go from the stored dtype straight to
 // the output type (BF16 → F16, F16 → F16 …) without a float32 buffer. Like
-// ReadFloat32 it reads a bounded range and, for a mapped file, releases the
-// pages it has read.
+// ReadFloat32 it reads a bounded range at a time and, for a mapped file,
+// releases the pages it has handed out.
 type RowReader interface {
-	// ReadRows copies rows [row0, row0+nrows) of the named tensor into dst
-	// (len(dst) = nrows × row length × the dtype's size): little-endian,
-	// row-major elements of its TensorInfo.DType. It is safe to call
-	// concurrently.
-	ReadRows(ctx context.Context, name string, dst []byte, row0, nrows int) error
+	// VisitRows calls fn with consecutive pieces of the stored bytes of rows
+	// [row0, row0+nrows) of the named tensor — little-endian, row-major
+	// elements of its TensorInfo.DType, each piece whole elements — and
+	// the index, counted from row0's first element, of the piece's first
+	// element. The slice is valid only during the call and must not be
+	// written to (it may alias a read-only mapping). It stops at fn's first
+	// error. It is safe to call concurrently.
+	VisitRows(ctx context.Context, name string, row0, nrows int, fn func(first int64, b []byte) error) error
+}
+
+// FileRanger is implemented by sources whose tensors lie, as stored, in
+// an ordinary file, so that a tensor copied unchanged can be copied by the
+// kernel (copy_file_range) instead of through user space.
+type FileRanger interface {
+	// FileRange returns the file holding the named tensor's stored bytes
+	// and their offset and length in it. The file stays owned by the
+	// source: callers only read it at explicit offsets (pread,
+	// copy_file_range), never close it or move its offset.
+	FileRange(name string) (f *os.File, off, n int64, err error)
 }
 
 // NumElements returns the number of elements of a tensor of the given shape

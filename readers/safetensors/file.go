@@ -19,6 +19,7 @@ type File struct {
 	byName map[string]int
 	r      io.ReaderAt
 	closer io.Closer // nil for NewFile
+	fh     *os.File  // the open file; nil for NewFile
 	data   []byte    // the whole file when memory-mapped, else nil
 }
 
@@ -46,7 +47,7 @@ func openFile(path string, mmap bool) (*File, error) {
 		fh.Close()
 		return nil, err
 	}
-	f := &File{path: path, r: fh, closer: fh}
+	f := &File{path: path, r: fh, closer: fh, fh: fh}
 	if mmap {
 		if data, err := mapFile(fh, st.Size()); err == nil {
 			f.data = data
@@ -186,36 +187,85 @@ func (f *File) ReadFloat32(ctx context.Context, name string, dst []float32, row0
 }
 
 // ReadRows copies the stored bytes of rows [row0, row0+nrows) of the named
-// tensor into dst (see readers.RowReader), releasing the mapped pages read.
+// tensor into dst (len(dst) = nrows × row length × the dtype's size).
 func (f *File) ReadRows(ctx context.Context, name string, dst []byte, row0, nrows int) error {
 	e, err := f.lookup(name)
 	if err != nil {
 		return err
 	}
-	size := e.DType.Size()
-	if size == 0 || len(dst)%size != 0 {
-		return fmt.Errorf("%s: tensor %q: %w: a buffer of %d bytes for %s values", f.path, name, readers.ErrShape, len(dst), e.DType)
+	size := int64(e.DType.Size())
+	_, count, err := readers.RowSpan(readers.TensorInfo{Name: name, Shape: e.Shape}, int(int64(len(dst))/max(size, 1)), row0, nrows)
+	if err != nil || count*size != int64(len(dst)) {
+		return fmt.Errorf("%s: tensor %q: %w: %d bytes for %d rows of %s", f.path, name, readers.ErrShape, len(dst), nrows, e.DType)
 	}
-	first, _, err := readers.RowSpan(readers.TensorInfo{Name: name, Shape: e.Shape}, len(dst)/size, row0, nrows)
+	return f.VisitRows(ctx, name, row0, nrows, func(first int64, b []byte) error {
+		copy(dst[first*size:], b)
+		return nil
+	})
+}
+
+// VisitRows hands out the stored bytes of rows [row0, row0+nrows) of the
+// named tensor piece by piece (see readers.RowReader): slices of the
+// mapping, whose pages are released after each call, or of a pooled buffer
+// when the file is not mapped.
+func (f *File) VisitRows(ctx context.Context, name string, row0, nrows int, fn func(first int64, b []byte) error) error {
+	e, err := f.lookup(name)
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.path, err)
+		return err
 	}
-	off := f.hdr.DataStart() + e.Begin + first*int64(size)
-	for len(dst) > 0 {
+	rows, cols := readers.Rows(e.Shape)
+	if row0 < 0 || nrows < 0 || int64(row0) > rows || int64(nrows) > rows-int64(row0) {
+		return fmt.Errorf("%s: %w: tensor %q has %d rows, asked for rows [%d, %d)", f.path, readers.ErrShape, name, rows, row0, row0+nrows)
+	}
+	size := int64(e.DType.Size())
+	off := f.hdr.DataStart() + e.Begin + int64(row0)*cols*size
+	left := int64(nrows) * cols * size
+	piece := readBufSize / size * size
+	var buf *[readBufSize]byte
+	if f.data == nil {
+		buf = readBufs.Get().(*[readBufSize]byte)
+		defer readBufs.Put(buf)
+	}
+	for first := int64(0); left > 0; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := min(len(dst), readBufSize)
+		n := min(left, piece)
+		var b []byte
 		if f.data != nil {
-			copy(dst[:n], f.data[off:off+int64(n)])
-			releasePages(f.data, off, off+int64(n))
-		} else if k, err := f.r.ReadAt(dst[:n], off); k < n {
-			return &Error{File: f.path, Tensor: name, Offset: off, Msg: "read", Err: err}
+			b = f.data[off : off+n : off+n]
+		} else {
+			b = buf[:n]
+			if k, err := f.r.ReadAt(b, off); int64(k) < n {
+				return &Error{File: f.path, Tensor: name, Offset: off, Msg: "read", Err: err}
+			}
 		}
-		dst = dst[n:]
-		off += int64(n)
+		err := fn(first, b)
+		if f.data != nil {
+			releasePages(f.data, off, off+n)
+		}
+		if err != nil {
+			return err
+		}
+		first += n / size
+		off += n
+		left -= n
 	}
 	return nil
+}
+
+// FileRange returns the open file and the byte range of the named tensor's
+// stored data (see readers.FileRanger); a File made by NewFile has no file
+// and returns an error.
+func (f *File) FileRange(name string) (*os.File, int64, int64, error) {
+	e, err := f.lookup(name)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if f.fh == nil {
+		return nil, 0, 0, fmt.Errorf("%s: %w: not read from a file", f.path, readers.ErrNotFound)
+	}
+	return f.fh, f.hdr.DataStart() + e.Begin, e.End - e.Begin, nil
 }
 
 // Close unmaps and closes the file.

@@ -37,9 +37,10 @@ type Source struct {
 }
 
 var (
-	_ readers.Source    = (*Source)(nil)
-	_ readers.RawReader = (*Source)(nil)
-	_ readers.RowReader = (*Source)(nil)
+	_ readers.Source     = (*Source)(nil)
+	_ readers.RawReader  = (*Source)(nil)
+	_ readers.RowReader  = (*Source)(nil)
+	_ readers.FileRanger = (*Source)(nil)
 )
 
 // Open opens path, which is a .safetensors file, an index
@@ -265,14 +266,33 @@ func (s *Source) ReadFloat32(ctx context.Context, name string, dst []float32, ro
 	return f.ReadFloat32(ctx, name, dst, row0, nrows)
 }
 
-// ReadRows copies rows of the named tensor's stored bytes (see
-// readers.RowReader).
+// ReadRows copies rows of the named tensor's stored bytes into dst.
 func (s *Source) ReadRows(ctx context.Context, name string, dst []byte, row0, nrows int) error {
 	f, err := s.file(name)
 	if err != nil {
 		return err
 	}
 	return f.ReadRows(ctx, name, dst, row0, nrows)
+}
+
+// VisitRows hands out rows of the named tensor's stored bytes (see
+// readers.RowReader).
+func (s *Source) VisitRows(ctx context.Context, name string, row0, nrows int, fn func(first int64, b []byte) error) error {
+	f, err := s.file(name)
+	if err != nil {
+		return err
+	}
+	return f.VisitRows(ctx, name, row0, nrows, fn)
+}
+
+// FileRange returns the file and byte range of the named tensor's stored
+// data (see readers.FileRanger).
+func (s *Source) FileRange(name string) (*os.File, int64, int64, error) {
+	f, err := s.file(name)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return f.FileRange(name)
 }
 
 // RawBytes returns the stored bytes of the named tensor (see

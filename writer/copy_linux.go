@@ -1,0 +1,35 @@
+package writer
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// copyFileRange copies with copy_file_range(2) at explicit offsets (so
+// concurrent copies into one file are safe). It returns how much it copied
+// and no error when the kernel cannot copy between these files (another
+// file system on old kernels, a special file): the caller copies the rest.
+var copyFileRange = func(dst *os.File, dstOff int64, src *os.File, srcOff, n int64) (int64, error) {
+	var done int64
+	for done < n {
+		roff, woff := srcOff+done, dstOff+done
+		k, err := unix.CopyFileRange(int(src.Fd()), &roff, int(dst.Fd()), &woff, int(min(n-done, 1<<30)), 0)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) ||
+				errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EBADF) || errors.Is(err, unix.EPERM) {
+				return done, nil
+			}
+			return done, err
+		}
+		if k == 0 {
+			return done, nil // end of src: the buffered copy reports it
+		}
+		done += int64(k)
+	}
+	return done, nil
+}
