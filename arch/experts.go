@@ -21,6 +21,25 @@ type held struct {
 	build func([][]float32) ([]float32, error)
 }
 
+// maxExperts bounds the expert count a config.json may give (the largest
+// MoE models have a few hundred experts per block): a block is stacked
+// once count × projections tensors have arrived, a product that must not
+// overflow.
+const maxExperts = 1 << 16
+
+// expertCount is the first of keys present, as an expert count.
+func expertCount(h HParams, keys ...string) (int, error) {
+	n, err := h.MustInt(keys...)
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 || n > maxExperts {
+		v, k, _ := h.Find(keys...)
+		return 0, &ConfigError{Key: k, Value: v, Msg: fmt.Sprintf("is not an expert count (1 to %d)", maxExperts)}
+	}
+	return int(n), nil
+}
+
 func newExpertStacker(nExperts, nBlocks int, wids []string, names *NameMap) *expertStacker {
 	return &expertStacker{n: nExperts, wids: wids, names: names, blocks: make([]map[string]held, nBlocks)}
 }
@@ -48,7 +67,7 @@ func (s *expertStacker) add(in Input, build func([][]float32) ([]float32, error)
 			name := srcName(bid, xid, wid)
 			h, ok := s.blocks[bid][name]
 			if !ok {
-				return nil, fmt.Errorf("block %d: expert tensor %q missing", bid, name)
+				return nil, fmt.Errorf("block %d: expert tensor %q missing (%d experts expected)", bid, name, s.n)
 			}
 			delete(s.blocks[bid], name)
 			parts[xid] = h

@@ -2,10 +2,46 @@ package arch
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 )
+
+// ErrConfig is wrapped by the errors about a config.json value that a
+// model class cannot use (see ConfigError).
+var ErrConfig = errors.New("arch: unusable config.json value")
+
+// ConfigError is a config.json hyperparameter a model class cannot use:
+// its key, the value seen and what is wrong with it.
+type ConfigError struct {
+	Key   string
+	Value any
+	Msg   string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("config.json: %s: %s %s", e.Key, describe(e.Value), e.Msg)
+}
+
+// Unwrap returns ErrConfig.
+func (e *ConfigError) Unwrap() error { return ErrConfig }
+
+// describe renders a decoded JSON value for an error message, as JSON
+// would show it, so that the string "8" is told from the number 8.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return strconv.Quote(x)
+	case map[string]any:
+		return "an object"
+	case []any:
+		return fmt.Sprintf("an array of %d", len(x))
+	}
+	return fmt.Sprint(v)
+}
 
 // HParams is a model's hyperparameters as llama.cpp's converter sees them
 // (its self.hparams): config.json with a multimodal wrapper's text_config
@@ -35,7 +71,7 @@ func (h HParams) Int(keys ...string) (int64, bool, error) {
 	}
 	n, err := asInt(v)
 	if err != nil {
-		return 0, false, fmt.Errorf("config.json: %s: %w", k, err)
+		return 0, false, &ConfigError{Key: k, Value: v, Msg: "is not an integer"}
 	}
 	return n, true, nil
 }
@@ -60,7 +96,7 @@ func (h HParams) Float(keys ...string) (float64, bool, error) {
 	}
 	f, err := asFloat(v)
 	if err != nil {
-		return 0, false, fmt.Errorf("config.json: %s: %w", k, err)
+		return 0, false, &ConfigError{Key: k, Value: v, Msg: "is not a number"}
 	}
 	return f, true, nil
 }
@@ -89,7 +125,7 @@ func asInt(v any) (int64, error) {
 	case json.Number:
 		n, err := strconv.ParseInt(string(x), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("%s is not an integer", x)
+			return 0, fmt.Errorf("%s is not an integer", describe(v))
 		}
 		return n, nil
 	case int64:
@@ -97,11 +133,11 @@ func asInt(v any) (int64, error) {
 	case int:
 		return int64(x), nil
 	case float64:
-		if x == math.Trunc(x) {
+		if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
 			return int64(x), nil
 		}
 	}
-	return 0, fmt.Errorf("%v is not an integer", v)
+	return 0, fmt.Errorf("%s is not an integer", describe(v))
 }
 
 func asFloat(v any) (float64, error) {
@@ -109,7 +145,7 @@ func asFloat(v any) (float64, error) {
 	case json.Number:
 		f, err := strconv.ParseFloat(string(x), 64)
 		if err != nil {
-			return 0, fmt.Errorf("%s is not a number", x)
+			return 0, fmt.Errorf("%s is not a number", describe(v))
 		}
 		return f, nil
 	case float64:
@@ -119,7 +155,7 @@ func asFloat(v any) (float64, error) {
 	case int:
 		return float64(x), nil
 	}
-	return 0, fmt.Errorf("%v is not a number", v)
+	return 0, fmt.Errorf("%s is not a number", describe(v))
 }
 
 // isInt reports whether v is a JSON integer (Python int).

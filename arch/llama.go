@@ -100,15 +100,15 @@ func (m *llama) Modify(in Input, bid int) ([]Output, error) {
 		build, err = permuteQK(in.Shape, nHead, nKV)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", in.Name, err)
+		return nil, fmt.Errorf("Q/K permutation: %w", err)
 	}
 	if strings.Contains(name, "block_sparse_moe.experts") {
-		n, err := m.h.MustInt("num_local_experts")
+		n, err := expertCount(m.h, "num_local_experts")
 		if err != nil {
 			return nil, err
 		}
 		if m.experts == nil {
-			m.experts = newExpertStacker(int(n), m.blocks, []string{"w1", "w2", "w3"}, m.names)
+			m.experts = newExpertStacker(n, m.blocks, []string{"w1", "w2", "w3"}, m.names)
 		}
 		in.Name = name
 		return m.experts.add(in, build, bid, func(bid, xid int, wid string) string {
@@ -119,7 +119,7 @@ func (m *llama) Modify(in Input, bid int) ([]Output, error) {
 	}
 	_, gname, ok := m.names.Lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("can not map tensor %q", in.Name)
+		return nil, m.unmapped(in.Name, bid)
 	}
 	out := identity(in, gname, bid)
 	out.HFName = in.Name
@@ -145,7 +145,11 @@ func (m *llama) Extra() ([]Output, error) {
 		if !ok || v == nil {
 			return def, nil
 		}
-		return asFloat(v)
+		f, err := asFloat(v)
+		if err != nil {
+			return 0, &ConfigError{Key: "rope_scaling." + key, Value: v, Msg: "is not a number"}
+		}
+		return f, nil
 	}
 	base, err := get("rope_theta", 10000)
 	if err != nil {
@@ -171,6 +175,11 @@ func (m *llama) Extra() ([]Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	if dim <= 0 || dim > maxRopeDims {
+		// One factor per pair of dimensions: a hostile head_dim must not
+		// size the tensor.
+		return nil, &ConfigError{Key: "head_dim", Value: dim, Msg: fmt.Sprintf("is not a head size for llama3 rope factors (1 to %d)", maxRopeDims)}
+	}
 	factors := llama3RopeFactors(base, int(dim), factor, lowFF, highFF, oldCtx)
 	name, err := m.names.Format(KindRopeFreqs, -1, ".weight")
 	if err != nil {
@@ -178,6 +187,10 @@ func (m *llama) Extra() ([]Output, error) {
 	}
 	return []Output{{Name: name, Shape: []int64{int64(len(factors))}, Data: factors, HFName: name, Bid: -1}}, nil
 }
+
+// maxRopeDims bounds the head size the rope factor tensor is generated
+// for (real models use 64 to 256).
+const maxRopeDims = 1 << 16
 
 // llama3RopeFactors follows generate_extra_tensors in float32 where torch
 // computes in float32: freqs = 1 / base^(arange(0, dim, 2)/dim), then per

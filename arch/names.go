@@ -64,11 +64,18 @@ const (
 )
 
 // NameMap maps Hugging Face tensor names to GGUF names for one
-// architecture and block count, as gguf.TensorNameMap does.
+// architecture and block count, as gguf.TensorNameMap does. The block
+// names are not spelled out for every block (a config.json may claim any
+// number of blocks): a name's block number is matched against the tables'
+// {bid} entries when it is looked up.
 type NameMap struct {
 	arch    string
+	nBlocks int
 	allowed map[Kind]bool
-	m       map[string]mapped
+	// global holds the names without a block number; block the entries
+	// whose Hugging Face stem has a "{bid}" component, under that stem.
+	global map[string]mapped
+	block  map[string]mapped
 }
 
 type mapped struct {
@@ -87,38 +94,81 @@ func NewNameMap(arch string, nBlocks int) (*NameMap, error) {
 	if !ok {
 		return nil, fmt.Errorf("arch: no tensor names for architecture %q", arch)
 	}
-	nm := &NameMap{arch: arch, allowed: map[Kind]bool{}, m: make(map[string]mapped, len(a.Map)*max(1, nBlocks))}
+	nm := &NameMap{arch: arch, nBlocks: max(0, nBlocks), allowed: map[Kind]bool{}, global: map[string]mapped{}, block: map[string]mapped{}}
 	for _, k := range a.Tensors {
 		nm.allowed[Kind(k)] = true
 	}
 	// gguf.TensorNameMap adds the global names first, then every block's;
-	// a later key replaces an earlier one.
+	// a later key replaces an earlier one. (Every {bid} of the tables is a
+	// whole dot-separated part of a stem and no block stem has another
+	// all-digit part, so a name has at most one block reading.)
 	for _, e := range a.Map {
 		if !strings.Contains(e[0], "{bid}") && !strings.Contains(e[2], "{bid}") {
-			nm.m[e[0]] = mapped{Kind(e[1]), e[2]}
+			nm.global[e[0]] = mapped{Kind(e[1]), e[2]}
 		}
 	}
-	for bid := range nBlocks {
-		b := strconv.Itoa(bid)
-		for _, e := range a.Map {
-			if strings.Contains(e[0], "{bid}") || strings.Contains(e[2], "{bid}") {
-				nm.m[strings.ReplaceAll(e[0], "{bid}", b)] = mapped{Kind(e[1]), strings.ReplaceAll(e[2], "{bid}", b)}
-			}
+	for _, e := range a.Map {
+		switch {
+		case strings.Contains(e[0], "{bid}"):
+			nm.block[e[0]] = mapped{Kind(e[1]), e[2]}
+		case strings.Contains(e[2], "{bid}") && nm.nBlocks > 0:
+			// A block name without a block number in its Hugging Face
+			// stem: the last block's entry is the one that stays.
+			last := strconv.Itoa(nm.nBlocks - 1)
+			nm.global[e[0]] = mapped{Kind(e[1]), strings.ReplaceAll(e[2], "{bid}", last)}
 		}
 	}
 	return nm, nil
+}
+
+// get is the map lookup of one key: a block entry first (it replaces a
+// global one of the same name), then a global one.
+func (nm *NameMap) get(key string) (mapped, bool) {
+	for start := 0; start < len(key); {
+		end := strings.IndexByte(key[start:], '.')
+		if end < 0 {
+			end = len(key)
+		} else {
+			end += start
+		}
+		part := key[start:end]
+		if bid, ok := blockNumber(part); ok && bid < nm.nBlocks {
+			if r, ok := nm.block[key[:start]+"{bid}"+key[end:]]; ok {
+				return mapped{r.kind, strings.ReplaceAll(r.name, "{bid}", part)}, true
+			}
+		}
+		start = end + 1
+	}
+	r, ok := nm.global[key]
+	return r, ok
+}
+
+// blockNumber parses a name part as a block number written as
+// strconv.Itoa writes it (no sign, no leading zero).
+func blockNumber(part string) (int, bool) {
+	if part == "" || len(part) > 9 || (part[0] == '0' && len(part) > 1) {
+		return 0, false
+	}
+	n := 0
+	for _, c := range part {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 // Lookup maps a Hugging Face tensor name: the name itself, or the name
 // without a ".weight"/".bias" suffix, which is then put back on the GGUF
 // name (TensorNameMap.get_type_and_name with those try_suffixes).
 func (nm *NameMap) Lookup(name string) (Kind, string, bool) {
-	if r, ok := nm.m[name]; ok {
+	if r, ok := nm.get(name); ok {
 		return r.kind, r.name, true
 	}
 	for _, suffix := range []string{".weight", ".bias"} {
 		if stem, ok := strings.CutSuffix(name, suffix); ok {
-			if r, ok := nm.m[stem]; ok {
+			if r, ok := nm.get(stem); ok {
 				return r.kind, r.name + suffix, true
 			}
 		}

@@ -58,7 +58,7 @@ func (m *qwen2) Modify(in Input, bid int) ([]Output, error) {
 func (t *text) mapped(in Input, name string, bid int, build func([][]float32) ([]float32, error)) ([]Output, error) {
 	_, gname, ok := t.names.Lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("can not map tensor %q", in.Name)
+		return nil, t.unmapped(in.Name, bid)
 	}
 	out := identity(in, gname, bid)
 	out.Build = build
@@ -115,12 +115,12 @@ func (m *qwenMoe) Modify(in Input, bid int) ([]Output, error) {
 	case strings.HasSuffix(name, "mlp.experts.gate_up_proj") || strings.HasSuffix(name, "mlp.experts.gate_up_proj.weight"):
 		return m.splitGateUp(in, name, bid)
 	case strings.Contains(name, "experts"):
-		n, err := m.h.MustInt("num_local_experts", "num_experts")
+		n, err := expertCount(m.h, "num_local_experts", "num_experts")
 		if err != nil {
 			return nil, err
 		}
 		if m.experts == nil {
-			m.experts = newExpertStacker(int(n), m.blocks, []string{"down_proj", "gate_proj", "up_proj"}, m.names)
+			m.experts = newExpertStacker(n, m.blocks, []string{"down_proj", "gate_proj", "up_proj"}, m.names)
 		}
 		return m.experts.add(in, nil, bid, func(bid, xid int, wid string) string {
 			return fmt.Sprintf("model.layers.%d.mlp.experts.%d.%s.weight", bid, xid, wid)

@@ -2,6 +2,7 @@ package arch
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -82,6 +83,15 @@ func (t *text) Extra() ([]Output, error) { return nil, nil }
 
 func (t *text) ForceType(*Output, int) (gguf.Type, bool) { return 0, false }
 
+// unmapped is the error for a tensor name the name map does not know,
+// which says so when the name's block is past the block count.
+func (t *text) unmapped(name string, bid int) error {
+	if bid >= t.blocks {
+		return fmt.Errorf("can not map tensor %q: block %d, but config.json has %d blocks", name, bid, t.blocks)
+	}
+	return fmt.Errorf("can not map tensor %q", name)
+}
+
 // ropeParams is rope_parameters["full_attention"] or rope_parameters.
 func (t *text) ropeParams() map[string]any {
 	if full, ok := t.rope["full_attention"].(map[string]any); ok {
@@ -130,7 +140,7 @@ func (k *kv) key(suffix string) string { return k.arch + "." + suffix }
 func (k *kv) u32(suffix string, v any) error {
 	n, err := asInt(v)
 	if err != nil || n < 0 || n > 1<<32-1 {
-		return fmt.Errorf("%s: %v is not a uint32", k.key(suffix), v)
+		return fmt.Errorf("%w: %s: %s is not a uint32", ErrConfig, k.key(suffix), describe(v))
 	}
 	k.l.Set(k.key(suffix), gguf.Uint32(uint32(n)))
 	return nil
@@ -139,7 +149,11 @@ func (k *kv) u32(suffix string, v any) error {
 func (k *kv) f32(suffix string, v any) error {
 	f, err := asFloat(v)
 	if err != nil {
-		return fmt.Errorf("%s: %w", k.key(suffix), err)
+		return fmt.Errorf("%w: %s: %w", ErrConfig, k.key(suffix), err)
+	}
+	if math.IsInf(float64(float32(f)), 0) {
+		// struct.pack("<f") refuses a float beyond float32's range.
+		return fmt.Errorf("%w: %s: %s is out of float32 range", ErrConfig, k.key(suffix), describe(v))
 	}
 	k.l.Set(k.key(suffix), gguf.Float32(float32(f)))
 	return nil
@@ -153,7 +167,11 @@ func (k *kv) u32OrArray(suffix string, v any) error {
 		for i, e := range list {
 			n, err := asInt(e)
 			if err != nil {
-				return fmt.Errorf("%s[%d]: %w", k.key(suffix), i, err)
+				return fmt.Errorf("%w: %s[%d]: %w", ErrConfig, k.key(suffix), i, err)
+			}
+			if n != int64(int32(n)) {
+				// struct.pack("<i") refuses it.
+				return fmt.Errorf("%w: %s[%d]: %d is not an int32", ErrConfig, k.key(suffix), i, n)
 			}
 			xs[i] = int32(n)
 		}
@@ -240,8 +258,11 @@ func (t *text) params(ft gguf.FileType) (*kv, error) {
 		xs := make([]int32, 4)
 		for i := 0; i < len(sec) && i < 4; i++ {
 			n, err := asInt(sec[i])
+			if err == nil && n != int64(int32(n)) {
+				err = fmt.Errorf("%d is not an int32", n)
+			}
 			if err != nil {
-				return nil, fmt.Errorf("config.json: mrope_section: %w", err)
+				return nil, fmt.Errorf("%w: config.json: mrope_section[%d]: %w", ErrConfig, i, err)
 			}
 			xs[i] = int32(n)
 		}
