@@ -23,9 +23,9 @@ import (
 // survive a float32 round trip exactly.
 
 func init() {
-	register(gguf.F32, &codec{encodeRow: encodeRowF32, decodeRow: decodeRowF32})
-	register(gguf.F16, &codec{encodeRow: encodeRowF16, decodeRow: decodeRowF16})
-	register(gguf.BF16, &codec{encodeRow: encodeRowBF16, decodeRow: decodeRowBF16})
+	register(gguf.F32, &codec{encodeRow: encodeRowF32, encodeFinite: encodeFiniteF32, decodeRow: decodeRowF32})
+	register(gguf.F16, &codec{encodeRow: encodeRowF16, encodeFinite: encodeFiniteF16, decodeRow: decodeRowF16})
+	register(gguf.BF16, &codec{encodeRow: encodeRowBF16, encodeFinite: encodeFiniteBF16, decodeRow: decodeRowBF16})
 	register(gguf.F64, &codec{encodeRow: encodeRowF64, decodeRow: decodeRowF64})
 	register(gguf.I8, &codec{encodeRow: encodeRowI8, decodeRow: decodeRowI8})
 	register(gguf.I16, &codec{encodeRow: encodeRowI16, decodeRow: decodeRowI16})
@@ -39,6 +39,109 @@ func encodeRowF32(dst []byte, src []float32, _ []float32) {
 	for i, x := range src {
 		binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(x))
 	}
+}
+
+// floatGroup is the number of values the fused encoders of F32, F16 and
+// BF16 (codec.encodeFinite) check and then convert at a time: a group is
+// finite when the largest of its magnitudes, compared as integer bits,
+// is below the bits of +Inf (0x7F800000); NaNs lie above them.
+const floatGroup = 16
+
+// groupMagnitudes returns the smallest and largest magnitude of g as
+// float32 bits without the sign.
+func groupMagnitudes(g *[floatGroup]float32) (lo, hi uint32) {
+	lo = math.MaxUint32
+	for _, x := range g {
+		b := math.Float32bits(x) &^ (1 << 31)
+		lo, hi = min(lo, b), max(hi, b)
+	}
+	return lo, hi
+}
+
+// encodeFiniteF32 is encodeRowF32 fused with the finiteness check: it
+// returns false, having stopped, at the first group holding a NaN or an
+// infinity.
+func encodeFiniteF32(dst []byte, src []float32, _ []float32) bool {
+	dst = dst[:4*len(src)]
+	i := 0
+	for ; i+floatGroup <= len(src); i += floatGroup {
+		g := (*[floatGroup]float32)(src[i:])
+		if _, hi := groupMagnitudes(g); hi >= 0x7F800000 {
+			return false
+		}
+		o := (*[4 * floatGroup]byte)(dst[4*i:])
+		for j, x := range g {
+			binary.LittleEndian.PutUint32(o[4*j:], math.Float32bits(x))
+		}
+	}
+	for ; i < len(src); i++ {
+		b := math.Float32bits(src[i])
+		if b&^(1<<31) >= 0x7F800000 {
+			return false
+		}
+		binary.LittleEndian.PutUint32(dst[4*i:], b)
+	}
+	return true
+}
+
+// encodeFiniteF16 is encodeRowF16 fused with the finiteness check. A group
+// whose magnitudes all lie in [2^-14, 65520) (0x38800000 to 0x477FF000 as
+// bits), the usual case, holds only values with a normal half, and
+// FP32ToFP16 of each is its sign and halfNormal, so the group is converted
+// without FP32ToFP16's range branches; any other group goes value by value
+// through FP32ToFP16.
+func encodeFiniteF16(dst []byte, src []float32, _ []float32) bool {
+	dst = dst[:2*len(src)]
+	i := 0
+	for ; i+floatGroup <= len(src); i += floatGroup {
+		g := (*[floatGroup]float32)(src[i:])
+		lo, hi := groupMagnitudes(g)
+		if hi >= 0x7F800000 {
+			return false
+		}
+		o := (*[2 * floatGroup]byte)(dst[2*i:])
+		if lo >= 0x38800000 && hi < 0x477FF000 {
+			for j, x := range g {
+				b := math.Float32bits(x)
+				binary.LittleEndian.PutUint16(o[2*j:], uint16(b>>16)&0x8000|halfNormal(b&^(1<<31)))
+			}
+			continue
+		}
+		for j, x := range g {
+			binary.LittleEndian.PutUint16(o[2*j:], FP32ToFP16(x))
+		}
+	}
+	for ; i < len(src); i++ {
+		if math.Float32bits(src[i])&^(1<<31) >= 0x7F800000 {
+			return false
+		}
+		binary.LittleEndian.PutUint16(dst[2*i:], FP32ToFP16(src[i]))
+	}
+	return true
+}
+
+// encodeFiniteBF16 is encodeRowBF16 fused with the finiteness check; once a
+// group is known to hold no NaN, FP32ToBF16 of each value is bf16Round.
+func encodeFiniteBF16(dst []byte, src []float32, _ []float32) bool {
+	dst = dst[:2*len(src)]
+	i := 0
+	for ; i+floatGroup <= len(src); i += floatGroup {
+		g := (*[floatGroup]float32)(src[i:])
+		if _, hi := groupMagnitudes(g); hi >= 0x7F800000 {
+			return false
+		}
+		o := (*[2 * floatGroup]byte)(dst[2*i:])
+		for j, x := range g {
+			binary.LittleEndian.PutUint16(o[2*j:], bf16Round(math.Float32bits(x)))
+		}
+	}
+	for ; i < len(src); i++ {
+		if math.Float32bits(src[i])&^(1<<31) >= 0x7F800000 {
+			return false
+		}
+		binary.LittleEndian.PutUint16(dst[2*i:], FP32ToBF16(src[i]))
+	}
+	return true
 }
 
 // decodeRowF32 is the identity (F32 has no to_float in ggml's type traits).

@@ -22,10 +22,8 @@ func FP32ToFP16(f float32) uint16 {
 		return sign | 0x7E00
 	case b >= 0x477FF000: // ≥ 65520 rounds to infinity
 		return sign | 0x7C00
-	case b >= 0x38800000: // normal half: rebias the exponent, round 13 bits
-		r := b - 0x38000000
-		r += 0x0FFF + (r>>13)&1
-		return sign | uint16(r>>13)
+	case b >= 0x38800000:
+		return sign | halfNormal(b)
 	case b <= 0x33000000: // ≤ 2^-25 rounds to zero (2^-25 ties to even)
 		return sign
 	}
@@ -40,6 +38,15 @@ func FP32ToFP16(f float32) uint16 {
 		q++
 	}
 	return sign | uint16(q)
+}
+
+// halfNormal is FP32ToFP16 of a magnitude b (float32 bits without the sign)
+// in [2^-14, 65520), whose half is normal: rebias the exponent, round the
+// 13 dropped bits to nearest even.
+func halfNormal(b uint32) uint16 {
+	r := b - 0x38000000
+	r += 0x0FFF + (r>>13)&1
+	return uint16(r >> 13)
 }
 
 // fp16Table holds the float32 value of every half-precision bit pattern.
@@ -81,8 +88,13 @@ func FP32ToBF16(f float32) uint16 {
 	if u&0x7fffffff > 0x7f800000 {
 		return uint16(u>>16) | 64
 	}
-	return uint16((u + (0x7fff + ((u >> 16) & 1))) >> 16)
+	return bf16Round(u)
 }
+
+// bf16Round is FP32ToBF16 of the bits u of a float32 that is not NaN: round
+// the 16 dropped bits to nearest even (an infinity stays one, a finite value
+// past the largest bfloat16 becomes one).
+func bf16Round(u uint32) uint16 { return uint16((u + (0x7fff + ((u >> 16) & 1))) >> 16) }
 
 // BF16ToFP32 widens a bfloat16 value (exact).
 func BF16ToFP32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }

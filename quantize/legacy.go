@@ -22,10 +22,29 @@ import (
 const qkLegacy = 32
 
 func init() {
-	register(gguf.Q4_0, &codec{encodeRow: encodeQ4_0, decodeRow: decodeQ4_0, usesImatrix: true})
-	register(gguf.Q4_1, &codec{encodeRow: encodeQ4_1, decodeRow: decodeQ4_1, usesImatrix: true})
-	register(gguf.Q5_0, &codec{encodeRow: encodeQ5_0, decodeRow: decodeQ5_0, usesImatrix: true})
-	register(gguf.Q5_1, &codec{encodeRow: encodeQ5_1, decodeRow: decodeQ5_1, usesImatrix: true})
+	register(gguf.Q4_0, legacyCodec(encodeQ4_0, encodeQ4_0Ref, decodeQ4_0))
+	register(gguf.Q4_1, legacyCodec(encodeQ4_1, encodeQ4_1Ref, decodeQ4_1))
+	register(gguf.Q5_0, legacyCodec(encodeQ5_0, encodeQ5_0Ref, decodeQ5_0))
+	register(gguf.Q5_1, legacyCodec(encodeQ5_1, encodeQ5_1Ref, decodeQ5_1))
+}
+
+// legacyCodec is the codec of a legacy type whose encoder is enc and whose
+// quantize_row_qX_Y_ref is ref. ref stops at the first block holding a NaN
+// or an infinity and reports whether it met none, which it learns from the
+// block maximum or minimum it computes anyway: that is the fused
+// encodeFinite without weights.
+func legacyCodec(enc func(dst []byte, src, imatrix []float32), ref func(dst []byte, src []float32) bool, dec func(dst []float32, src []byte)) *codec {
+	return &codec{
+		encodeRow: enc,
+		encodeFinite: func(dst []byte, src, imatrix []float32) bool {
+			if imatrix == nil {
+				return ref(dst, src)
+			}
+			return finiteThen(enc, dst, src, imatrix)
+		},
+		decodeRow:   dec,
+		usesImatrix: true,
+	}
 }
 
 // rowSigma2 is σ² of the legacy _impl encoders: Σx²/n over the whole row,
@@ -47,9 +66,13 @@ func legacyWeights(w *[qkLegacy]float32, x, qw []float32, sigma2 float32) {
 }
 
 // minMax returns the minimum and maximum of x starting from ±FLT_MAX, as
-// quantize_row_q4_1_ref and quantize_row_q5_1_ref do.
-func minMax(x []float32) (lo, hi float32) {
+// quantize_row_q4_1_ref and quantize_row_q5_1_ref do, and whether x is
+// finite: a value is not when its exponent bits are all ones, and then
+// adding 1 to the exponent field carries into bit 31 (firstNonFinite's
+// trick), so the check costs no branch.
+func minMax(x []float32) (lo, hi float32, finite bool) {
 	lo, hi = math.MaxFloat32, -math.MaxFloat32
+	var acc uint32
 	for _, v := range x {
 		if v < lo {
 			lo = v
@@ -57,8 +80,9 @@ func minMax(x []float32) (lo, hi float32) {
 		if v > hi {
 			hi = v
 		}
+		acc |= math.Float32bits(v)&0x7F800000 + 0x00800000
 	}
-	return lo, hi
+	return lo, hi, acc&0x80000000 == 0
 }
 
 // The truncating casts below go through cTruncInt32 because a subnormal
@@ -68,42 +92,15 @@ func minMax(x []float32) (lo, hi float32) {
 // encodeQ4_0 is quantize_q4_0: quantize_row_q4_0_ref without weights,
 // quantize_row_q4_0_impl with them.
 func encodeQ4_0(dst []byte, src, imatrix []float32) {
-	const bs = 18
-	nb := len(src) / qkLegacy
 	if imatrix == nil {
-		for i := range nb {
-			x := (*[qkLegacy]float32)(src[i*qkLegacy:])
-			y := (*[bs]byte)(dst[i*bs:])
-			d := absMaxSigned(x[:]) / -8
-			var id float32
-			if d != 0 {
-				id = 1 / d
-			}
-			putHalf(y[0:], d)
-			if id <= math.MaxFloat32 {
-				// A finite id keeps |x·id| ≤ 8 (d is the block's extreme over
-				// -8), so x·id + 8.5 lies in [0, 17): the casts are plain
-				// truncations.
-				for j := range 16 {
-					x0 := min(15, int32(float32(x[j]*id)+8.5))
-					x1 := min(15, int32(float32(x[j+16]*id)+8.5))
-					y[2+j] = uint8(x0) | uint8(x1<<4)
-				}
-				continue
-			}
-			for j := range 16 {
-				// MIN(15, (int8_t)(x·id + 8.5f)): truncation, not rounding.
-				x0 := min(15, int32(int8(cTruncInt32(float32(x[j]*id)+8.5))))
-				x1 := min(15, int32(int8(cTruncInt32(float32(x[j+16]*id)+8.5))))
-				y[2+j] = uint8(x0) | uint8(x1<<4)
-			}
-		}
+		encodeQ4_0Ref(dst, src)
 		return
 	}
+	const bs = 18
 	sigma2 := rowSigma2(src)
 	var w [qkLegacy]float32
 	var L [qkLegacy]int8
-	for i := range nb {
+	for i := range len(src) / qkLegacy {
 		x := src[i*qkLegacy : (i+1)*qkLegacy]
 		y := (*[bs]byte)(dst[i*bs:])
 		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
@@ -115,44 +112,56 @@ func encodeQ4_0(dst []byte, src, imatrix []float32) {
 	}
 }
 
+// encodeQ4_0Ref is quantize_row_q4_0_ref. It stops, returning false, at the
+// first block holding a NaN or an infinity (its block maximum shows it).
+func encodeQ4_0Ref(dst []byte, src []float32) bool {
+	const bs = 18
+	for i := range len(src) / qkLegacy {
+		x := (*[qkLegacy]float32)(src[i*qkLegacy:])
+		y := (*[bs]byte)(dst[i*bs:])
+		amax := absMaxBits(x[:])
+		if amax >= 0x7F800000 {
+			return false
+		}
+		d := signedAt(x[:], amax) / -8
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putHalf(y[0:], d)
+		if id <= math.MaxFloat32 {
+			// A finite id keeps |x·id| ≤ 8 (d is the block's extreme over
+			// -8), so x·id + 8.5 lies in [0, 17): the casts are plain
+			// truncations.
+			for j := range 16 {
+				x0 := min(15, int32(float32(x[j]*id)+8.5))
+				x1 := min(15, int32(float32(x[j+16]*id)+8.5))
+				y[2+j] = uint8(x0) | uint8(x1<<4)
+			}
+			continue
+		}
+		for j := range 16 {
+			// MIN(15, (int8_t)(x·id + 8.5f)): truncation, not rounding.
+			x0 := min(15, int32(int8(cTruncInt32(float32(x[j]*id)+8.5))))
+			x1 := min(15, int32(int8(cTruncInt32(float32(x[j+16]*id)+8.5))))
+			y[2+j] = uint8(x0) | uint8(x1<<4)
+		}
+	}
+	return true
+}
+
 // encodeQ4_1 is quantize_q4_1: quantize_row_q4_1_ref without weights,
 // quantize_row_q4_1_impl with them.
 func encodeQ4_1(dst []byte, src, imatrix []float32) {
-	const bs = 20
-	nb := len(src) / qkLegacy
 	if imatrix == nil {
-		for i := range nb {
-			x := (*[qkLegacy]float32)(src[i*qkLegacy:])
-			y := (*[bs]byte)(dst[i*bs:])
-			lo, hi := minMax(x[:])
-			d := (hi - lo) / 15
-			var id float32
-			if d != 0 {
-				id = 1 / d
-			}
-			putHalf(y[0:], d)
-			putHalf(y[2:], lo)
-			if d <= math.MaxFloat32 && id <= math.MaxFloat32 {
-				// Finite scales keep (x-min)·id in [0, 15]: plain truncations.
-				for j := range 16 {
-					x0 := min(15, int32(float32((x[j]-lo)*id)+0.5))
-					x1 := min(15, int32(float32((x[j+16]-lo)*id)+0.5))
-					y[4+j] = uint8(x0) | uint8(x1<<4)
-				}
-				continue
-			}
-			for j := range 16 {
-				x0 := min(15, int32(int8(cTruncInt32(float32((x[j]-lo)*id)+0.5))))
-				x1 := min(15, int32(int8(cTruncInt32(float32((x[j+16]-lo)*id)+0.5))))
-				y[4+j] = uint8(x0) | uint8(x1<<4)
-			}
-		}
+		encodeQ4_1Ref(dst, src)
 		return
 	}
+	const bs = 20
 	sigma2 := rowSigma2(src)
 	var w [qkLegacy]float32
 	var L, Laux [qkLegacy]uint8
-	for i := range nb {
+	for i := range len(src) / qkLegacy {
 		x := src[i*qkLegacy : (i+1)*qkLegacy]
 		y := (*[bs]byte)(dst[i*bs:])
 		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
@@ -163,6 +172,42 @@ func encodeQ4_1(dst []byte, src, imatrix []float32) {
 			y[4+j] = L[j] | L[j+16]<<4
 		}
 	}
+}
+
+// encodeQ4_1Ref is quantize_row_q4_1_ref. It stops, returning false, at the
+// first block holding a NaN or an infinity.
+func encodeQ4_1Ref(dst []byte, src []float32) bool {
+	const bs = 20
+	for i := range len(src) / qkLegacy {
+		x := (*[qkLegacy]float32)(src[i*qkLegacy:])
+		y := (*[bs]byte)(dst[i*bs:])
+		lo, hi, finite := minMax(x[:])
+		if !finite {
+			return false
+		}
+		d := (hi - lo) / 15
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putHalf(y[0:], d)
+		putHalf(y[2:], lo)
+		if d <= math.MaxFloat32 && id <= math.MaxFloat32 {
+			// Finite scales keep (x-min)·id in [0, 15]: plain truncations.
+			for j := range 16 {
+				x0 := min(15, int32(float32((x[j]-lo)*id)+0.5))
+				x1 := min(15, int32(float32((x[j+16]-lo)*id)+0.5))
+				y[4+j] = uint8(x0) | uint8(x1<<4)
+			}
+			continue
+		}
+		for j := range 16 {
+			x0 := min(15, int32(int8(cTruncInt32(float32((x[j]-lo)*id)+0.5))))
+			x1 := min(15, int32(int8(cTruncInt32(float32((x[j+16]-lo)*id)+0.5))))
+			y[4+j] = uint8(x0) | uint8(x1<<4)
+		}
+	}
+	return true
 }
 
 // packQ5 stores 32 five-bit levels as qh (bit j = fifth bit of level j) and
@@ -181,38 +226,16 @@ func packQ5(qh *[4]byte, qs *[16]byte, L *[qkLegacy]uint8) {
 // encodeQ5_0 is quantize_q5_0: quantize_row_q5_0_ref without weights,
 // quantize_row_q5_0_impl with them.
 func encodeQ5_0(dst []byte, src, imatrix []float32) {
-	const bs = 22
-	nb := len(src) / qkLegacy
-	var L [qkLegacy]uint8
 	if imatrix == nil {
-		for i := range nb {
-			x := (*[qkLegacy]float32)(src[i*qkLegacy:])
-			y := (*[bs]byte)(dst[i*bs:])
-			d := absMaxSigned(x[:]) / -16
-			var id float32
-			if d != 0 {
-				id = 1 / d
-			}
-			putHalf(y[0:], d)
-			if id <= math.MaxFloat32 {
-				// A finite id keeps x·id + 16.5 in [0, 33): plain truncations.
-				for j, v := range x {
-					L[j] = uint8(min(31, int32(float32(v*id)+16.5)))
-				}
-			} else {
-				for j, v := range x {
-					// MIN(31, (int8_t)(x·id + 16.5f)) stored in a uint8_t.
-					L[j] = uint8(min(31, int32(int8(cTruncInt32(float32(v*id)+16.5)))))
-				}
-			}
-			packQ5((*[4]byte)(y[2:]), (*[16]byte)(y[6:]), &L)
-		}
+		encodeQ5_0Ref(dst, src)
 		return
 	}
+	const bs = 22
 	sigma2 := rowSigma2(src)
 	var w [qkLegacy]float32
 	var Ls [qkLegacy]int8
-	for i := range nb {
+	var L [qkLegacy]uint8
+	for i := range len(src) / qkLegacy {
 		x := src[i*qkLegacy : (i+1)*qkLegacy]
 		y := (*[bs]byte)(dst[i*bs:])
 		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
@@ -225,43 +248,52 @@ func encodeQ5_0(dst []byte, src, imatrix []float32) {
 	}
 }
 
+// encodeQ5_0Ref is quantize_row_q5_0_ref. It stops, returning false, at the
+// first block holding a NaN or an infinity (its block maximum shows it).
+func encodeQ5_0Ref(dst []byte, src []float32) bool {
+	const bs = 22
+	var L [qkLegacy]uint8
+	for i := range len(src) / qkLegacy {
+		x := (*[qkLegacy]float32)(src[i*qkLegacy:])
+		y := (*[bs]byte)(dst[i*bs:])
+		amax := absMaxBits(x[:])
+		if amax >= 0x7F800000 {
+			return false
+		}
+		d := signedAt(x[:], amax) / -16
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putHalf(y[0:], d)
+		if id <= math.MaxFloat32 {
+			// A finite id keeps x·id + 16.5 in [0, 33): plain truncations.
+			for j, v := range x {
+				L[j] = uint8(min(31, int32(float32(v*id)+16.5)))
+			}
+		} else {
+			for j, v := range x {
+				// MIN(31, (int8_t)(x·id + 16.5f)) stored in a uint8_t.
+				L[j] = uint8(min(31, int32(int8(cTruncInt32(float32(v*id)+16.5)))))
+			}
+		}
+		packQ5((*[4]byte)(y[2:]), (*[16]byte)(y[6:]), &L)
+	}
+	return true
+}
+
 // encodeQ5_1 is quantize_q5_1: quantize_row_q5_1_ref without weights,
 // quantize_row_q5_1_impl with them.
 func encodeQ5_1(dst []byte, src, imatrix []float32) {
-	const bs = 24
-	nb := len(src) / qkLegacy
-	var L [qkLegacy]uint8
 	if imatrix == nil {
-		for i := range nb {
-			x := (*[qkLegacy]float32)(src[i*qkLegacy:])
-			y := (*[bs]byte)(dst[i*bs:])
-			lo, hi := minMax(x[:])
-			d := (hi - lo) / 31
-			var id float32
-			if d != 0 {
-				id = 1 / d
-			}
-			putHalf(y[0:], d)
-			putHalf(y[2:], lo)
-			if d <= math.MaxFloat32 && id <= math.MaxFloat32 {
-				// Finite scales keep (x-min)·id in [0, 31]: plain truncations.
-				for j, v := range x {
-					L[j] = uint8(int32(float32((v-lo)*id) + 0.5))
-				}
-			} else {
-				for j, v := range x {
-					// (uint8_t)(x0 + 0.5f): truncation, no clamp.
-					L[j] = uint8(cTruncInt32(float32((v-lo)*id) + 0.5))
-				}
-			}
-			packQ5((*[4]byte)(y[4:]), (*[16]byte)(y[8:]), &L)
-		}
+		encodeQ5_1Ref(dst, src)
 		return
 	}
+	const bs = 24
 	sigma2 := rowSigma2(src)
 	var w [qkLegacy]float32
-	var Laux [qkLegacy]uint8
-	for i := range nb {
+	var L, Laux [qkLegacy]uint8
+	for i := range len(src) / qkLegacy {
 		x := src[i*qkLegacy : (i+1)*qkLegacy]
 		y := (*[bs]byte)(dst[i*bs:])
 		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
@@ -270,6 +302,41 @@ func encodeQ5_1(dst []byte, src, imatrix []float32) {
 		putHalf(y[2:], -negMin)
 		packQ5((*[4]byte)(y[4:]), (*[16]byte)(y[8:]), &L)
 	}
+}
+
+// encodeQ5_1Ref is quantize_row_q5_1_ref. It stops, returning false, at the
+// first block holding a NaN or an infinity.
+func encodeQ5_1Ref(dst []byte, src []float32) bool {
+	const bs = 24
+	var L [qkLegacy]uint8
+	for i := range len(src) / qkLegacy {
+		x := (*[qkLegacy]float32)(src[i*qkLegacy:])
+		y := (*[bs]byte)(dst[i*bs:])
+		lo, hi, finite := minMax(x[:])
+		if !finite {
+			return false
+		}
+		d := (hi - lo) / 31
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putHalf(y[0:], d)
+		putHalf(y[2:], lo)
+		if d <= math.MaxFloat32 && id <= math.MaxFloat32 {
+			// Finite scales keep (x-min)·id in [0, 31]: plain truncations.
+			for j, v := range x {
+				L[j] = uint8(int32(float32((v-lo)*id) + 0.5))
+			}
+		} else {
+			for j, v := range x {
+				// (uint8_t)(x0 + 0.5f): truncation, no clamp.
+				L[j] = uint8(cTruncInt32(float32((v-lo)*id) + 0.5))
+			}
+		}
+		packQ5((*[4]byte)(y[4:]), (*[16]byte)(y[8:]), &L)
+	}
+	return true
 }
 
 // decodeQ4_0 is dequantize_row_q4_0: (q-8)·d.

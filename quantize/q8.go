@@ -1,6 +1,10 @@
 package quantize
 
-import "github.com/ggufkit/ggufkit/gguf"
+import (
+	"math"
+
+	"github.com/ggufkit/ggufkit/gguf"
+)
 
 // Q8_0 and Q8_1: 32 values per block, an fp16 scale d = amax/127 and the
 // values as int8 (ggml-common.h block_q8_0 {d, qs[32]}, block_q8_1
@@ -18,20 +22,14 @@ const (
 )
 
 func init() {
-	register(gguf.Q8_0, &codec{encodeRow: encodeRowQ8_0, decodeRow: decodeRowQ8_0})
+	register(gguf.Q8_0, &codec{encodeRow: encodeRowQ8_0, encodeFinite: encodeFiniteQ8_0, decodeRow: decodeRowQ8_0})
 	register(gguf.Q8_1, &codec{encodeRow: encodeRowQ8_1})
 }
 
-// absMaxQ8 is the block maximum of quantize_row_q8_0_ref: MAX(amax, fabsf(v)).
-func absMaxQ8(x []float32) float32 {
-	var amax float32
-	for _, v := range x {
-		if a := abs32(v); !(amax > a) {
-			amax = a
-		}
-	}
-	return amax
-}
+// absMaxQ8 is the block maximum of quantize_row_q8_0_ref, MAX(amax,
+// fabsf(v)), for finite x: the largest magnitude, whose bits absMaxBits
+// finds as the largest integer.
+func absMaxQ8(x []float32) float32 { return math.Float32frombits(absMaxBits(x)) }
 
 // q8Scale returns d = amax/127 and its inverse, 0 when d is 0 (ggml's
 // `d ? 1.0f/d : 0.0f`). A subnormal d gives id = +Inf; the values then
@@ -61,15 +59,25 @@ func q8Quantize(qs []byte, x []float32, amax, id float32) {
 	}
 }
 
-func encodeRowQ8_0(dst []byte, src []float32, _ []float32) {
+func encodeRowQ8_0(dst []byte, src []float32, _ []float32) { encodeFiniteQ8_0(dst, src, nil) }
+
+// encodeFiniteQ8_0 is quantize_row_q8_0_ref fused with the finiteness check
+// (codec.encodeFinite): it stops, returning false, at the first block whose
+// largest magnitude has the exponent bits of a NaN or an infinity.
+func encodeFiniteQ8_0(dst []byte, src []float32, _ []float32) bool {
 	for i := 0; i < len(src)/qk8; i++ {
 		x := src[i*qk8 : (i+1)*qk8]
 		b := dst[i*q8_0Bytes : (i+1)*q8_0Bytes]
-		amax := absMaxQ8(x)
+		bits := absMaxBits(x)
+		if bits >= 0x7F800000 {
+			return false
+		}
+		amax := math.Float32frombits(bits)
 		d, id := q8Scale(amax)
 		putHalf(b, d)
 		q8Quantize(b[2:2+qk8], x, amax, id)
 	}
+	return true
 }
 
 // decodeRowQ8_0 is dequantize_row_q8_0: qs[j]*d.

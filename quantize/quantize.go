@@ -42,7 +42,14 @@ var (
 // column); decodeRow decodes one row. Either may be nil when ggml has none.
 type codec struct {
 	encodeRow func(dst []byte, src []float32, imatrix []float32)
-	decodeRow func(dst []float32, src []byte)
+	// encodeFinite, when set, is encodeRow fused with the finiteness check
+	// that precedes every encode: it reports whether every value of src is
+	// finite and, when they are, has written encodeRow's bytes (otherwise
+	// dst holds unspecified bytes). The simple per-value types set it so
+	// that Quantizer reads each input value once instead of twice, which is
+	// as much as their whole encode costs.
+	encodeFinite func(dst []byte, src []float32, imatrix []float32) bool
+	decodeRow    func(dst []float32, src []byte)
 	// needsImatrix mirrors ggml_quantize_requires_imatrix.
 	needsImatrix bool
 	// usesImatrix is false for types whose encoding ignores the weights.
@@ -142,6 +149,17 @@ func firstNonFinite(src []float32) int {
 		}
 	}
 	return -1
+}
+
+// finiteThen is encodeFinite for an encoder with no fused form (the
+// weighted scale searches, whose cost dwarfs a separate check): the check
+// first, then enc.
+func finiteThen(enc func(dst []byte, src, imatrix []float32), dst []byte, src, imatrix []float32) bool {
+	if firstNonFinite(src) >= 0 {
+		return false
+	}
+	enc(dst, src, imatrix)
+	return true
 }
 
 // Encode quantizes src, rows of ncols values, into dst as type t, with

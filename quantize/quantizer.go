@@ -164,11 +164,20 @@ func checkEncode(t gguf.Type, nvals, ncols int, imatrix []float32) (nrows, rowSi
 func (q *Quantizer) encodeChunk(t gguf.Type, out []byte, src []float32, ncols, rowSize int, imatrix []float32, r0 int) error {
 	nrows := len(src) / ncols
 	good := nrows
-	if i := firstNonFinite(src); i >= 0 {
-		good = i / ncols
-	}
-	if err := encodeRows(t, out[:good*rowSize], src[:good*ncols], ncols, imatrix, r0, true); err != nil {
-		return err
+	if c, err := lookup(t); err == nil && c.encodeFinite != nil {
+		for r := range nrows {
+			if !c.encodeFinite(out[r*rowSize:(r+1)*rowSize], src[r*ncols:(r+1)*ncols], imatrix) {
+				good = r
+				break
+			}
+		}
+	} else {
+		if i := firstNonFinite(src); i >= 0 {
+			good = i / ncols
+		}
+		if err := encodeRows(t, out[:good*rowSize], src[:good*ncols], ncols, imatrix, r0, true); err != nil {
+			return err
+		}
 	}
 	if q.validate() {
 		for r := range good {

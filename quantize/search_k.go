@@ -18,14 +18,33 @@ func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }
 // other floats the magnitude order is the integer order of the bits without
 // the sign, which is cheaper to compare.
 func absMaxSigned(x []float32) float32 {
-	// The largest magnitude first, without a branch per value, then the
-	// first value that has it.
-	var amax uint32
-	for _, v := range x {
-		amax = max(amax, math.Float32bits(v)&^(1<<31))
+	return signedAt(x, absMaxBits(x))
+}
+
+// absMaxBits is the largest magnitude of x as float32 bits without the
+// sign, found without a branch per value. It is at least 0x7F800000 exactly
+// when x holds a NaN or an infinity, which lets the fused encoders
+// (codec.encodeFinite) check the input in the same pass.
+func absMaxBits(x []float32) uint32 {
+	// Two independent chains of max, so that one does not wait on the other.
+	var a0, a1 uint32
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		a0 = max(a0, math.Float32bits(x[i])&^(1<<31))
+		a1 = max(a1, math.Float32bits(x[i+1])&^(1<<31))
 	}
+	if i < len(x) {
+		a0 = max(a0, math.Float32bits(x[i])&^(1<<31))
+	}
+	return max(a0, a1)
+}
+
+// signedAt is the first value of x whose magnitude has the bits amax (from
+// absMaxBits), or 0 when amax is 0: ggml's max stays at its initial +0 when
+// every value is ±0.
+func signedAt(x []float32, amax uint32) float32 {
 	if amax == 0 {
-		return 0 // all zeros: ggml's max stays at its initial +0
+		return 0
 	}
 	for _, v := range x {
 		if math.Float32bits(v)&^(1<<31) == amax {
