@@ -137,7 +137,7 @@ func open(path string, opts Options) (*job, error) {
 	j := &job{opts: opts, model: m, h: arch.HParams(m.Config.Params)}
 	if j.plugin, err = arch.New(j.h, m.Root); err != nil {
 		m.Close()
-		return nil, err
+		return nil, fmt.Errorf("convert: %s: %w", m.Root, err)
 	}
 	outType := opts.OutType
 	if outType == "" {
@@ -315,7 +315,7 @@ func (j *job) write(ctx context.Context, kvs []gguf.KV, tensors []Tensor, out st
 	for i := range tensors {
 		t := &tensors[i]
 		if err := ws[shardOf[i]].AddTensor(t.Name, t.Type, t.GGUFShape()); err != nil {
-			return nil, fmt.Errorf("convert: tensor %q: %w", t.Name, err)
+			return nil, fmt.Errorf("convert: %s: tensor %q: %w", j.model.Root, t.Name, err)
 		}
 	}
 	for _, w := range ws {
@@ -335,7 +335,7 @@ func (j *job) write(ctx context.Context, kvs []gguf.KV, tensors []Tensor, out st
 		w := ws[shardOf[i]]
 		g.Go(func() error {
 			if err := j.writeTensor(gctx, w, t); err != nil {
-				return fmt.Errorf("convert: tensor %q: %w", t.Name, err)
+				return fmt.Errorf("convert: %s: tensor %q: %w", j.model.Root, t.Name, err)
 			}
 			if j.opts.OnTensor != nil {
 				j.opts.OnTensor(rep.Plan[i])

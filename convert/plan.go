@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -97,6 +98,12 @@ func planTensors(m arch.Model, src readers.Source, ft gguf.FileType) ([]Tensor, 
 	tensors := make([]Tensor, 0, len(outs))
 	names := map[string]bool{}
 	for _, o := range outs {
+		if err := checkOutput(&o); err != nil {
+			if len(o.Sources) == 1 {
+				return nil, fmt.Errorf("tensor %q (from %q): %w", o.Name, o.Sources[0].Source, err)
+			}
+			return nil, fmt.Errorf("tensor %q: %w", o.Name, err)
+		}
 		if names[o.Name] {
 			return nil, fmt.Errorf("two source tensors map to %q", o.Name)
 		}
@@ -106,6 +113,48 @@ func planTensors(m arch.Model, src readers.Source, ft gguf.FileType) ([]Tensor, 
 		tensors = append(tensors, t)
 	}
 	return tensors, nil
+}
+
+// ErrTensor is wrapped by the errors about a checkpoint tensor that
+// cannot become the output tensor its name maps to.
+var ErrTensor = errors.New("convert: unusable tensor")
+
+// checkOutput refuses an output tensor the writer and the encoders cannot
+// take: no dimension (a scalar), an empty dimension (no row to encode, or
+// rows of no values), or more values than its sources hold or its
+// generated data has (a transform only reorders, splits or stacks its
+// sources) — so that no buffer is ever sized by a shape alone.
+func checkOutput(o *arch.Output) error {
+	if len(o.Shape) == 0 {
+		return fmt.Errorf("%w: a 0-dimensional tensor (shape [])", ErrTensor)
+	}
+	if slices.Contains(o.Shape, 0) {
+		return fmt.Errorf("%w: shape %v has no values", ErrTensor, o.Shape)
+	}
+	n, err := readers.NumElements(o.Shape)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrTensor, err)
+	}
+	if len(o.Sources) == 0 {
+		if int64(len(o.Data)) != n {
+			return fmt.Errorf("%w: generated tensor of shape %v has %d values", ErrTensor, o.Shape, len(o.Data))
+		}
+		return nil
+	}
+	var have int64
+	for _, s := range o.Sources {
+		m, err := readers.NumElements(s.Shape)
+		if err != nil {
+			return fmt.Errorf("%w: source %q: %w", ErrTensor, s.Source, err)
+		}
+		if have += m; have < 0 {
+			return fmt.Errorf("%w: its sources' element count overflows", ErrTensor)
+		}
+	}
+	if n > have {
+		return fmt.Errorf("%w: shape %v needs %d values, its sources hold %d", ErrTensor, o.Shape, n, have)
+	}
+	return nil
 }
 
 func hasAnySuffix(s string, suffixes []string) bool {

@@ -1,0 +1,205 @@
+package convert
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/arch"
+)
+
+// stTensor is one F32 tensor of a test checkpoint; nan puts a NaN in its
+// last value.
+type stTensor struct {
+	name  string
+	shape []int64
+	nan   bool
+}
+
+// safetensorsFile encodes F32 tensors as a safetensors file, with small
+// values that every output type holds.
+func safetensorsFile(ts []stTensor) []byte {
+	hdr := map[string]any{}
+	var data []byte
+	for _, t := range ts {
+		n := int64(1)
+		for _, d := range t.shape {
+			n *= d
+		}
+		begin := len(data)
+		for i := range n {
+			v := float32(i%7)*0.01 + 0.001
+			if t.nan && i == n-1 {
+				v = float32(math.NaN())
+			}
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(v))
+		}
+		hdr[t.name] = map[string]any{"dtype": "F32", "shape": t.shape, "data_offsets": []int{begin, len(data)}}
+	}
+	h, _ := json.Marshal(hdr)
+	for len(h)%8 != 0 {
+		h = append(h, ' ')
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	return append(append(out, h...), data...)
+}
+
+// tinyLlamaConfig is a one-block LlamaForCausalLM config for
+// tinyLlamaTensors and stories260K's 512-token tokenizer.
+const tinyLlamaConfig = `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":16,"intermediate_size":32,
+"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"vocab_size":512,"max_position_embeddings":64,
+"rms_norm_eps":1e-05,"rope_theta":10000.0,"tie_word_embeddings":true}`
+
+// tinyLlamaTensors are the tensors of tinyLlamaConfig's model.
+func tinyLlamaTensors() []stTensor {
+	p := "model.layers.0."
+	return []stTensor{
+		{name: "model.embed_tokens.weight", shape: []int64{512, 16}},
+		{name: "model.norm.weight", shape: []int64{16}},
+		{name: p + "self_attn.q_proj.weight", shape: []int64{16, 16}},
+		{name: p + "self_attn.k_proj.weight", shape: []int64{8, 16}},
+		{name: p + "self_attn.v_proj.weight", shape: []int64{8, 16}},
+		{name: p + "self_attn.o_proj.weight", shape: []int64{16, 16}},
+		{name: p + "mlp.gate_proj.weight", shape: []int64{32, 16}},
+		{name: p + "mlp.up_proj.weight", shape: []int64{32, 16}},
+		{name: p + "mlp.down_proj.weight", shape: []int64{16, 32}},
+		{name: p + "input_layernorm.weight", shape: []int64{16}},
+		{name: p + "post_attention_layernorm.weight", shape: []int64{16}},
+	}
+}
+
+// modelFolder writes a model folder: config.json, the tensors as
+// model.safetensors and stories260K's tokenizer files.
+func modelFolder(t *testing.T, config string, ts []stTensor) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"} {
+		b, err := os.ReadFile(filepath.Join("../testdata/stories260K/source", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, f, string(b))
+	}
+	write(t, dir, "config.json", config)
+	write(t, dir, "model.safetensors", string(safetensorsFile(ts)))
+	return dir
+}
+
+// convertModes runs every way convert reads a model: Plan (and reading
+// each planned tensor), a dry run, and real runs to a converter type, a
+// split output and a one-pass preset, split too. It returns the first
+// error of each, keyed by mode, and checks that no run left a file behind.
+func convertModes(t *testing.T, dir string) map[string]error {
+	t.Helper()
+	ctx := context.Background()
+	errs := map[string]error{}
+	p, err := Plan(ctx, dir, Options{})
+	if err == nil {
+		for _, pt := range p.Tensors() {
+			n := uint64(1)
+			for _, d := range pt.Shape {
+				n *= d
+			}
+			if err = p.ReadFloat32(ctx, pt.Name, make([]float32, n)); err != nil {
+				break
+			}
+		}
+		p.Close()
+	}
+	errs["plan"] = err
+	for mode, opts := range map[string]Options{
+		"dry":          {OutType: "Q4_K_M", DryRun: true},
+		"f16":          {OutType: "f16"},
+		"q8_0 split":   {OutType: "q8_0", SplitMaxTensors: 3},
+		"Q4_K_M":       {OutType: "Q4_K_M"},
+		"Q4_K_M split": {OutType: "Q4_K_M", SplitMaxTensors: 3},
+	} {
+		out := t.TempDir()
+		opts.OutFile = filepath.Join(out, "out.gguf")
+		_, errs[mode] = Run(ctx, dir, opts)
+		ents, err := os.ReadDir(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs[mode] != nil && len(ents) > 0 {
+			t.Errorf("%s: failed (%v) and left %s behind", mode, errs[mode], ents[0].Name())
+		}
+	}
+	return errs
+}
+
+// TestHostileCheckpoint: tensors that do not fit the config or that no
+// output type can hold are refused by every mode with an error naming the
+// model and the tensor, and no output file is left behind.
+func TestHostileCheckpoint(t *testing.T) {
+	with := func(f func(ts []stTensor) []stTensor) []stTensor { return f(tinyLlamaTensors()) }
+	for _, tc := range []struct {
+		name    string
+		config  string
+		tensors []stTensor
+		want    string
+		is      error
+	}{
+		// IssueScalarTensor: a 0-dimensional tensor under a known name
+		// indexed its last dimension at -1.
+		{"IssueScalarTensor", tinyLlamaConfig, with(func(ts []stTensor) []stTensor { ts[1].shape = []int64{}; return ts }),
+			`tensor "output_norm.weight" (from "model.norm.weight"): convert: unusable tensor: a 0-dimensional tensor`, ErrTensor},
+		// IssueZeroColumns: rows of no values divided by a zero row length.
+		{"IssueZeroColumns", tinyLlamaConfig, with(func(ts []stTensor) []stTensor { ts[7].shape = []int64{32, 0}; return ts }),
+			`tensor "blk.0.ffn_up.weight" (from "model.layers.0.mlp.up_proj.weight"): convert: unusable tensor: shape [32 0] has no values`, ErrTensor},
+		{"zero rows", tinyLlamaConfig, with(func(ts []stTensor) []stTensor { ts[0].shape = []int64{0, 16}; return ts }),
+			`tensor "token_embd.weight" (from "model.embed_tokens.weight"): convert: unusable tensor: shape [0 16] has no values`, ErrTensor},
+		{"empty norm", tinyLlamaConfig, with(func(ts []stTensor) []stTensor { ts[9].shape = []int64{0}; return ts }),
+			`unusable tensor: shape [0] has no values`, ErrTensor},
+		{"Q rows not split into heads", tinyLlamaConfig, with(func(ts []stTensor) []stTensor { ts[2].shape = []int64{15, 16}; return ts }),
+			`tensor "model.layers.0.self_attn.q_proj.weight": Q/K permutation: cannot permute shape [15 16] for 2 heads`, nil},
+		{"block past num_hidden_layers", tinyLlamaConfig,
+			append(tinyLlamaTensors(), stTensor{name: "model.layers.7.mlp.up_proj.weight", shape: []int64{32, 16}}),
+			`can not map tensor "model.layers.7.mlp.up_proj.weight": block 7, but config.json has 1 blocks`, nil},
+		{"heads as a string", strings.Replace(tinyLlamaConfig, `"num_attention_heads":2`, `"num_attention_heads":"2"`, 1), tinyLlamaTensors(),
+			`config.json: num_attention_heads: "2" is not an integer`, arch.ErrConfig},
+		{"block count as a string", strings.Replace(tinyLlamaConfig, `"num_hidden_layers":1`, `"num_hidden_layers":"1"`, 1), tinyLlamaTensors(),
+			`config.json: num_hidden_layers: "1" is not an integer`, arch.ErrConfig},
+		// IssueNaNMidConversion: a tensor that fails to encode once the
+		// outputs exist (here a NaN) must leave no file behind, also for
+		// split and one-pass quantized outputs (convertModes checks).
+		{"IssueNaNMidConversion", tinyLlamaConfig, with(func(ts []stTensor) []stTensor { ts[8].nan = true; return ts }),
+			`non-finite`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := modelFolder(t, tc.config, tc.tensors)
+			for mode, err := range convertModes(t, dir) {
+				if tc.name == "IssueNaNMidConversion" && (mode == "plan" || mode == "dry") {
+					// Planning reads no values (and Plan is F32, which holds a NaN).
+					continue
+				}
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), dir) {
+					t.Errorf("%s: error %v, want one naming %s and containing %q", mode, err, dir, tc.want)
+					continue
+				}
+				if tc.is != nil && !errors.Is(err, tc.is) {
+					t.Errorf("%s: error %v does not wrap %v", mode, err, tc.is)
+				}
+			}
+		})
+	}
+}
+
+// TestHostileCheckpointBaseline: the tiny model of TestHostileCheckpoint
+// converts in every mode.
+func TestHostileCheckpointBaseline(t *testing.T) {
+	for mode, err := range convertModes(t, modelFolder(t, tinyLlamaConfig, tinyLlamaTensors())) {
+		if err != nil {
+			t.Errorf("%s: %v", mode, err)
+		}
+	}
+}
