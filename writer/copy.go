@@ -27,6 +27,9 @@ func (tw *TensorWriter) CopyFrom(src *os.File, srcOff, off, n int64) error {
 		done += k
 	}
 	tw.t.written.Add(uint64(done))
+	if err == nil {
+		startWriteback(tw.w.tmp, dst, done)
+	}
 	if err != nil {
 		err = fmt.Errorf("writer: %s: tensor %q at offset %d: copying from %s: %w", tw.w.path, tw.t.info.Name, off, src.Name(), err)
 		tw.w.abort(err)

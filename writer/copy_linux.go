@@ -33,3 +33,17 @@ var copyFileRange = func(dst *os.File, dstOff int64, src *os.File, srcOff, n int
 	}
 	return done, nil
 }
+
+// writebackMin is the smallest range worth starting the writeback of.
+const writebackMin = 1 << 20
+
+// startWriteback asks the kernel to start writing a just-written range to
+// disk (sync_file_range with SYNC_FILE_RANGE_WRITE, which does not wait for
+// it), so that the disk works while the conversion goes on and Close's
+// fsync finds little left to do. It is only a hint: errors are ignored and
+// Close's fsync is what makes the file durable.
+func startWriteback(f *os.File, off, n int64) {
+	if n >= writebackMin {
+		_ = unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+	}
+}

@@ -332,8 +332,12 @@ func (tw *TensorWriter) WriteAt(p []byte, off int64) (int, error) {
 	if err := tw.w.failed(); err != nil {
 		return 0, err
 	}
-	n, err := tw.w.tmp.WriteAt(p, tw.w.dataOffset+int64(tw.t.info.Offset)+off)
+	at := tw.w.dataOffset + int64(tw.t.info.Offset) + off
+	n, err := tw.w.tmp.WriteAt(p, at)
 	tw.t.written.Add(uint64(n))
+	if err == nil {
+		startWriteback(tw.w.tmp, at, int64(n))
+	}
 	if err != nil {
 		err = fmt.Errorf("writer: %s: tensor %q at offset %d: %w", tw.w.path, tw.t.info.Name, off, err)
 		tw.w.abort(err)
