@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end conversion benchmark (docs/performance.md, "Convert"): writes a
 # Llama-shaped BF16 checkpoint with scripts/genllama (default 22 layers,
-# about 2 GB), then times `ggufkit convert` to F16, Q8_0 and Q4_K_M next to
-# two copies of the same weights file: `cp` (coreutils copies in the kernel
+# about 2 GB), then times `ggufkit convert` to BF16, F16, Q8_0 and Q4_K_M next to
+# copies of the same weights file: `cp` (coreutils copies in the kernel
 # with copy_file_range, no user-space pass over the bytes) and `dd bs=2M`
-# (read(2) + write(2) through a user buffer, what any converter must at
-# least do), each with the page cache warm. Reports seconds, MB/s (source
+# (read(2) + write(2) through a user buffer), each also followed by an
+# fsync of the copy — ggufkit fsyncs its output before renaming it into
+# place, so "cp + sync" is the like-for-like baseline — with the page cache
+# warm. Reports seconds, MB/s (source
 # bytes / wall time), CPU seconds and MB per CPU-second (which a shared
 # machine distorts less than wall time), and peak RSS (GNU time).
 #
@@ -39,9 +41,13 @@ run() { # NAME CMD...
 }
 run "cp" cp "$src" "$tmp/copy.safetensors"
 rm -f "$tmp/copy.safetensors"
+run "cp + sync FILE" sh -c "cp '$src' '$tmp/copy.safetensors' && sync '$tmp/copy.safetensors'"
+rm -f "$tmp/copy.safetensors"
 run "dd bs=2M" dd if="$src" of="$tmp/copy.safetensors" bs=2M status=none
 rm -f "$tmp/copy.safetensors"
-for t in f16 q8_0 Q4_K_M; do
+run "dd bs=2M conv=fsync" dd if="$src" of="$tmp/copy.safetensors" bs=2M conv=fsync status=none
+rm -f "$tmp/copy.safetensors"
+for t in bf16 f16 q8_0 Q4_K_M; do
 	run "convert --outtype $t" "$tmp/ggufkit" convert --quiet --outtype "$t" --outfile "$tmp/out-$t.gguf" "$tmp/model"
 	rm -f "$tmp/out-$t.gguf"
 done
