@@ -1,7 +1,6 @@
 package convert
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -16,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/internal/refdata"
 	"github.com/ggufkit/ggufkit/quantize/imatrix"
 	"github.com/ggufkit/ggufkit/quantize/mix"
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
@@ -206,10 +206,16 @@ func TestSharedReferences(t *testing.T) {
 	n := 0
 	for _, model := range []string{"stories260K", "tiny-llama"} {
 		root := filepath.Join(shared, "reference", model)
-		man := manifest(t, filepath.Join(root, "MANIFEST.json"))
+		man, err := refdata.Manifest(filepath.Join(root, "MANIFEST.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		cmds, _ := filepath.Glob(filepath.Join(root, "logs", "convert-*.cmd"))
 		for _, cmdFile := range cmds {
-			args := lastLineArgs(t, cmdFile)
+			args, err := refdata.CommandLine(cmdFile)
+			if err != nil {
+				t.Fatal(err)
+			}
 			name := strings.TrimSuffix(filepath.Base(cmdFile), ".cmd")
 			t.Run(model+"/"+name, func(t *testing.T) {
 				var opts Options
@@ -264,45 +270,6 @@ func TestSharedReferences(t *testing.T) {
 	if n < 10 {
 		t.Fatalf("only %d commands found", n)
 	}
-}
-
-func manifest(t *testing.T, path string) map[string]string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		Files []struct {
-			File   string `json:"file"`
-			SHA256 string `json:"sha256"`
-		} `json:"files"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, f := range m.Files {
-		out[f.File] = f.SHA256
-	}
-	return out
-}
-
-// lastLineArgs splits the command line of a logs/*.cmd file (its last
-// line; arguments are separated by spaces, none is quoted).
-func lastLineArgs(t *testing.T, path string) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var last string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if s := strings.TrimSpace(sc.Text()); s != "" && !strings.HasPrefix(s, "#") {
-			last = s
-		}
-	}
-	return strings.Fields(last)
 }
 
 // TestSplit: a split output (gguf-py's rule and shard layout) holds the

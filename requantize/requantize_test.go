@@ -1,13 +1,11 @@
 package requantize
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/internal/refdata"
 	"github.com/ggufkit/ggufkit/quantize/imatrix"
 	"github.com/ggufkit/ggufkit/quantize/mix"
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
@@ -281,10 +280,17 @@ func TestSharedReferences(t *testing.T) {
 	n := 0
 	for _, model := range []string{"stories260K", "tiny-llama"} {
 		root := filepath.Join(shared, "reference", model)
-		man := readManifest(t, filepath.Join(root, "MANIFEST.json"))
+		man, err := refdata.Manifest(filepath.Join(root, "MANIFEST.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		cmds, _ := filepath.Glob(filepath.Join(root, "logs", "quantize-*.cmd"))
 		for _, cmdFile := range cmds {
-			args := commandArgs(t, cmdFile)
+			args, err := refdata.CommandLine(cmdFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args = args[1:] // after llama-quantize itself
 			name := strings.TrimSuffix(filepath.Base(cmdFile), ".cmd")
 			t.Run(model+"/"+name, func(t *testing.T) {
 				opts, in, out := optionsFromArgs(t, filepath.Join(root, "quantized"), args)
@@ -312,42 +318,6 @@ func TestSharedReferences(t *testing.T) {
 	if n < 50 {
 		t.Fatalf("only %d commands found", n)
 	}
-}
-
-func readManifest(t *testing.T, path string) map[string]string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		Files []struct {
-			File   string `json:"file"`
-			SHA256 string `json:"sha256"`
-		} `json:"files"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, f := range m.Files {
-		out[f.File] = f.SHA256
-	}
-	return out
-}
-
-// commandArgs reads the llama-quantize arguments from a .cmd file (its
-// second line is the command).
-func commandArgs(t *testing.T, path string) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Scan()
-	sc.Scan()
-	fields := strings.Fields(sc.Text())
-	return fields[1:]
 }
 
 // optionsFromArgs turns llama-quantize's arguments into Options, relative

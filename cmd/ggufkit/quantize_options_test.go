@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/internal/refdata"
 	"github.com/ggufkit/ggufkit/writer"
 )
 
@@ -56,10 +56,17 @@ func TestQuantizeCLIReferences(t *testing.T) {
 	if shared := os.Getenv("GGUFKIT_SHARED"); shared != "" {
 		for _, model := range []string{"stories260K", "tiny-llama"} {
 			root := filepath.Join(shared, "reference", model)
-			shas := manifestSHAs(t, filepath.Join(root, "MANIFEST.json"))
+			shas, err := refdata.Manifest(filepath.Join(root, "MANIFEST.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
 			cmds, _ := filepath.Glob(filepath.Join(root, "logs", "quantize-*.cmd"))
 			for _, c := range cmds {
-				args := llamaQuantizeArgs(t, c)
+				args, err := refdata.CommandLine(c)
+				if err != nil || !strings.HasSuffix(args[0], "llama-quantize") {
+					t.Fatalf("%s: not a llama-quantize command line (%v)", c, err)
+				}
+				args = args[1:]
 				refs = append(refs, ref{filepath.Join(root, "quantized"), model, args, shas["quantized/"+args[len(args)-3]]})
 			}
 		}
@@ -92,45 +99,6 @@ func TestQuantizeCLIReferences(t *testing.T) {
 			}
 		})
 	}
-}
-
-func manifestSHAs(t *testing.T, path string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		Files []struct{ File, SHA256 string }
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, f := range m.Files {
-		out[f.File] = f.SHA256
-	}
-	return out
-}
-
-// llamaQuantizeArgs reads the arguments of the llama-quantize command line
-// in a logs/*.cmd file (its first line is a comment).
-func llamaQuantizeArgs(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 3 && strings.HasSuffix(fields[0], "llama-quantize") {
-			return fields[1:]
-		}
-	}
-	t.Fatalf("%s: no llama-quantize command line", path)
-	return nil
 }
 
 // TestQuantizeOptions checks the options that the reference files do not

@@ -1,0 +1,61 @@
+// Package refdata reads the bookkeeping files of the reference data beside
+// the project (../shared/reference/<model>/MANIFEST.json and logs/*.cmd),
+// for the conformance tests that replay llama.cpp's command lines and
+// compare their outputs' sha256.
+package refdata
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Manifest reads a MANIFEST.json and returns the sha256 of each file it
+// lists, by the file's path relative to the model folder.
+func Manifest(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Files []struct {
+			File   string `json:"file"`
+			SHA256 string `json:"sha256"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := make(map[string]string, len(m.Files))
+	for _, f := range m.Files {
+		out[f.File] = f.SHA256
+	}
+	return out, nil
+}
+
+// CommandLine returns the words of the command a logs/*.cmd file records:
+// its last line that is neither blank nor a "#" comment, split at spaces
+// (the reference commands quote nothing).
+func CommandLine(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var last string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if s := strings.TrimSpace(sc.Text()); s != "" && !strings.HasPrefix(s, "#") {
+			last = s
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if last == "" {
+		return nil, fmt.Errorf("%s: no command line", path)
+	}
+	return strings.Fields(last), nil
+}
