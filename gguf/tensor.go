@@ -1,6 +1,9 @@
 package gguf
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // TensorInfo describes one tensor of a GGUF file.
 type TensorInfo struct {
@@ -57,4 +60,17 @@ func (t *TensorInfo) Rows() uint64 {
 func AlignUp(n, align uint64) (uint64, bool) {
 	r := (n + align - 1) &^ (align - 1)
 	return r, r >= n
+}
+
+// SameShape tells whether two shapes in ggml order are the same tensor
+// shape: equal once trailing 1s are dropped (gguf.cpp writes n_dims without
+// them, gguf-py keeps them, so [64, 1] and [64] are one shape).
+func SameShape[T int64 | uint64](a, b []T) bool {
+	trim := func(s []T) []T {
+		for len(s) > 1 && s[len(s)-1] == 1 {
+			s = s[:len(s)-1]
+		}
+		return s
+	}
+	return slices.Equal(trim(a), trim(b))
 }

@@ -59,7 +59,7 @@ func (v *verifier) checkTensorSet() {
 		for i, d := range s.Shape {
 			shape[i] = uint64(d)
 		}
-		if !sameShape(info.Shape, shape) {
+		if !gguf.SameShape(info.Shape, shape) {
 			v.fail(CheckTensors, s.Name, fmt.Sprintf("shape %v, %s expects %v", info.Shape, v.cfg.Arch, shape))
 			v.broken = true
 		}

@@ -119,7 +119,7 @@ func (v *verifier) checkTensors(ctx context.Context) error {
 			switch {
 			case !ok:
 				v.fail(CheckReference, info.Name, "tensor is not in the reference")
-			case !sameShape(shape, info.Shape):
+			case !gguf.SameShape(shape, info.Shape):
 				v.fail(CheckReference, info.Name, fmt.Sprintf("shape %v, reference %v", info.Shape, shape))
 			default:
 				compare = true
@@ -193,26 +193,6 @@ func (v *verifier) scanTensor(ctx context.Context, info *gguf.TensorInfo, compar
 		}
 	}
 	return st, nil
-}
-
-// sameShape compares ggml shapes, ignoring trailing 1s.
-func sameShape(a, b []uint64) bool {
-	trim := func(s []uint64) []uint64 {
-		for len(s) > 1 && s[len(s)-1] == 1 {
-			s = s[:len(s)-1]
-		}
-		return s
-	}
-	a, b = trim(a), trim(b)
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Worst returns the n tensors with the largest relative error relative to

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+
+	"github.com/ggufkit/ggufkit/gguf"
 )
 
 // Options configure a Model.
@@ -71,7 +73,7 @@ func (l *loader) tensor(name string) (Tensor, error) {
 		}
 		return nil, fmt.Errorf("%w: missing tensor %s", ErrWeights, name)
 	}
-	if !sameShape(t.Shape(), spec.Shape) {
+	if !gguf.SameShape(t.Shape(), spec.Shape) {
 		return nil, fmt.Errorf("%w: tensor %s has shape %v, expected %v", ErrWeights, name, t.Shape(), spec.Shape)
 	}
 	return t, nil

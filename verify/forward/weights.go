@@ -74,24 +74,3 @@ func (t *ggufTensor) ReadRows(r0, n int, dst []float32) error {
 	}
 	return quantize.Decode(t.info.Type, dst[:n*ne0], data[r0*rowSize:(r0+n)*rowSize], ne0)
 }
-
-// sameShape compares shapes in ggml order, ignoring trailing 1s (gguf-py
-// keeps them, gguf.cpp drops them).
-func sameShape(a, b []int64) bool {
-	trim := func(s []int64) []int64 {
-		for len(s) > 1 && s[len(s)-1] == 1 {
-			s = s[:len(s)-1]
-		}
-		return s
-	}
-	a, b = trim(a), trim(b)
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
