@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -127,6 +128,9 @@ type job struct {
 }
 
 func open(path string, opts Options) (*job, error) {
+	if isGGUF(path) {
+		return nil, fmt.Errorf("convert: %s is already a GGUF file: use ggufkit quantize to change its types", path)
+	}
 	m, err := hf.Open(path)
 	if err != nil {
 		return nil, err
@@ -162,6 +166,18 @@ func open(path string, opts Options) (*job, error) {
 		j.ft = gguf.FileTypeAllF32
 	}
 	return j, nil
+}
+
+// isGGUF tells whether path is a file that starts with the GGUF magic.
+func isGGUF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [4]byte
+	_, err = io.ReadFull(f, magic[:])
+	return err == nil && string(magic[:]) == gguf.Magic
 }
 
 // guessFileType is the "auto" rule: the first tensor of two or more

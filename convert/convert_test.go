@@ -514,3 +514,11 @@ func TestPlanned(t *testing.T) {
 		})
 	}
 }
+
+// TestGGUFInputRefused: a GGUF given to convert gets a pointer to quantize.
+func TestGGUFInputRefused(t *testing.T) {
+	_, err := Run(context.Background(), stories+"/gguf/stories260K-F32.gguf", Options{OutFile: filepath.Join(t.TempDir(), "o.gguf")})
+	if err == nil || !strings.Contains(err.Error(), "already a GGUF file") || !strings.Contains(err.Error(), "quantize") {
+		t.Fatalf("error %v", err)
+	}
+}

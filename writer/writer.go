@@ -101,7 +101,7 @@ func Create(ctx context.Context, path string, opts Options) (*Writer, error) {
 	}
 	if !opts.Overwrite {
 		if _, err := os.Lstat(path); err == nil {
-			return nil, fmt.Errorf("%w: %s (use overwrite to replace it)", ErrExists, path)
+			return nil, fmt.Errorf("%w: %s", ErrExists, path)
 		}
 	}
 	dir, base := filepath.Split(path)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ggufkit/ggufkit/writer"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -54,6 +56,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "ggufkit: %v\n", err)
+	if errors.Is(err, writer.ErrExists) {
+		fmt.Fprintln(stderr, "ggufkit: add --force to replace it")
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
