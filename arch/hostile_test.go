@@ -117,6 +117,11 @@ func TestHostileConfig(t *testing.T) {
 		`"num_attention_heads":2,"num_key_value_heads":1,"vocab_size":8,"max_position_embeddings":64`
 	const mixtral = `"architectures":["MixtralForCausalLM"],"model_type":"mixtral","num_hidden_layers":1,"hidden_size":4,` +
 		`"num_attention_heads":2,"num_key_value_heads":2,"vocab_size":10`
+	const phi3 = `"architectures":["Phi3ForCausalLM"],"model_type":"phi3","num_hidden_layers":1,"hidden_size":64,` +
+		`"num_attention_heads":8,"num_key_value_heads":8,"rms_norm_eps":1e-5,"max_position_embeddings":64,"intermediate_size":32,"rope_theta":10000`
+	const longrope = `"rope_scaling":{"type":"longrope","long_factor":[1,1,1,1],"short_factor":[1,1,1,1],"original_max_position_embeddings":`
+	const neox = `"architectures":["GPTNeoXForCausalLM"],"model_type":"gpt_neox","num_hidden_layers":1,"hidden_size":16,` +
+		`"num_attention_heads":2,"max_position_embeddings":64,"intermediate_size":32,"layer_norm_eps":1e-5`
 	expert := Input{Name: "model.layers.0.block_sparse_moe.experts.0.w1.weight", Shape: []int64{3, 4}}
 	qproj := Input{Name: "model.layers.0.self_attn.q_proj.weight", Shape: []int64{16, 16}}
 	for _, tc := range []struct {
@@ -152,6 +157,16 @@ func TestHostileConfig(t *testing.T) {
 		{"IssueLlama3RopeHeadDim", llama + `,"head_dim":2199023255552,"rope_scaling":{"rope_type":"llama3"}`, "extra", Input{}, `config.json: head_dim: 2199023255552 is not a head size for llama3 rope factors`},
 		{"llama3 rope zero head_dim", llama + `,"head_dim":0,"rope_scaling":{"rope_type":"llama3"}`, "extra", Input{}, `config.json: head_dim: 0 is not a head size`},
 		{"llama3 rope factor as a string", llama + `,"rope_scaling":{"rope_type":"llama3","factor":"x"}`, "extra", Input{}, `config.json: rope_scaling.factor: "x" is not a number`},
+		// IssuePartialRotaryOverflow: int64(1e300 × 64) is out of range; it
+		// became a negative rope dimension count.
+		{"IssuePartialRotaryOverflow", phi3 + `,"partial_rotary_factor":1e300,` + longrope + `32}`, "params", Input{}, `config.json: partial_rotary_factor: 1e300 gives 6.4e+301 rotary dimensions of 64`},
+		{"IssueNeoXRotaryOverflow", neox + `,"rotary_pct":1e300`, "params", Input{}, `config.json: rotary_pct: 1e300 gives 8e+300 rotary dimensions`},
+		// IssuePhi3ZeroOriginalContext: the converter's division by zero
+		// gave an infinite scale and a NaN attention factor.
+		{"IssuePhi3ZeroOriginalContext", phi3 + `,` + longrope + `0}`, "extra", Input{}, `config.json: original_max_position_embeddings: 0 is not a context length`},
+		// IssuePhi3LogZero: log(1) = 0 divided: an infinite attention factor.
+		{"IssuePhi3LogZero", phi3 + `,` + longrope + `1}`, "extra", Input{}, `config.json: original_max_position_embeddings: 1 gives attention factor +Inf`},
+		{"zero heads", phi3 + `,"num_attention_heads":0,` + longrope + `32}`, "params", Input{}, `config.json: num_attention_heads: 0 is not a head count`},
 		{"block past the count", llama, "modify", Input{Name: "model.layers.7.mlp.up_proj.weight", Shape: []int64{4, 4}}, `block 7, but config.json has 1 blocks`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -72,7 +72,7 @@ func headDim(h HParams) (int64, error) {
 		return 0, err
 	}
 	if heads <= 0 {
-		return 0, fmt.Errorf("config.json: num_attention_heads %d", heads)
+		return 0, &ConfigError{Key: "num_attention_heads", Value: heads, Msg: "is not a head count"}
 	}
 	return hidden / heads, nil
 }

@@ -69,9 +69,14 @@ func (m *phi3) ropeDims() (nEmbd, nHead, dims int64, err error) {
 		}
 	}
 	if nHead <= 0 {
-		return 0, 0, 0, fmt.Errorf("config.json: num_attention_heads %d", nHead)
+		return 0, 0, 0, &ConfigError{Key: "num_attention_heads", Value: nHead, Msg: "is not a head count"}
 	}
-	dims = int64(math.Trunc(pct*float64(nEmbd))) / nHead
+	rot := math.Trunc(pct * float64(nEmbd))
+	if !(rot >= 0 && rot <= 1<<53) {
+		// int(partial_rotary_factor × n_embd) must be a size.
+		return 0, 0, 0, &ConfigError{Key: "partial_rotary_factor", Value: m.rope["partial_rotary_factor"], Msg: fmt.Sprintf("gives %g rotary dimensions of %d", rot, nEmbd)}
+	}
+	dims = int64(rot) / nHead
 	return
 }
 
@@ -157,6 +162,10 @@ func (m *phi3) Extra() ([]Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config.json: original_max_position_embeddings: %w", err)
 	}
+	if orig <= 0 {
+		// The converter divides by it.
+		return nil, &ConfigError{Key: "original_max_position_embeddings", Value: m.rope["original_max_position_embeddings"], Msg: "is not a context length"}
+	}
 	scale := ctx / orig
 	typ, _ := m.rope["rope_type"].(string)
 	attn := 1.0
@@ -173,6 +182,11 @@ func (m *phi3) Extra() ([]Output, error) {
 		}
 	default:
 		return nil, fmt.Errorf("config.json: rope scaling type %q is not supported", typ)
+	}
+	if math.IsNaN(attn) || math.IsInf(attn, 0) {
+		// log(original_max_position_embeddings) is 0: Python's division
+		// by zero.
+		return nil, &ConfigError{Key: "original_max_position_embeddings", Value: m.rope["original_max_position_embeddings"], Msg: fmt.Sprintf("gives attention factor %g", attn)}
 	}
 	m.early = append(m.early, gguf.KV{Key: m.arch + ".rope.scaling.attn_factor", Value: gguf.Float32(float32(attn))})
 	if len(short) != len(long) || int64(2*len(long)) != dims {
@@ -311,7 +325,7 @@ func (m *neox) Params(gguf.FileType) ([]gguf.KV, error) {
 		return nil, err
 	}
 	if heads <= 0 {
-		return nil, fmt.Errorf("config.json: num_attention_heads %d", heads)
+		return nil, &ConfigError{Key: "num_attention_heads", Value: heads, Msg: "is not a head count"}
 	}
 	pct, ok, err := m.h.Float("rotary_pct")
 	if err != nil || !ok {
@@ -342,7 +356,11 @@ func (m *neox) Params(gguf.FileType) ([]gguf.KV, error) {
 	if err := k.u32OrArray("feed_forward_length", ffn); err != nil {
 		return nil, err
 	}
-	if err := k.u32("rope.dimension_count", int64(math.Trunc(pct*float64(hidden/heads)))); err != nil {
+	rot := math.Trunc(pct * float64(hidden/heads))
+	if !(rot >= 0 && rot <= 1<<32-1) {
+		return nil, &ConfigError{Key: "rotary_pct", Value: m.h["rotary_pct"], Msg: fmt.Sprintf("gives %g rotary dimensions", rot)}
+	}
+	if err := k.u32("rope.dimension_count", int64(rot)); err != nil {
 		return nil, err
 	}
 	if err := k.u32OrArray("attention.head_count", heads); err != nil {

@@ -82,7 +82,12 @@ func linkModel(tb testing.TB, dir, name string) (string, []byte) {
 	for f := range m.Files {
 		if o, ok := strings.CutPrefix(f, "tokenizer-override/"); ok {
 			overrides = append(overrides, o)
-		} else if f != "config.json" && !strings.Contains(f, "/") {
+		} else if sub, _, ok := strings.Cut(f, "/"); ok {
+			// A folder (sentence-transformers' 1_Pooling/): linked whole.
+			if _, err := os.Lstat(filepath.Join(out, sub)); err != nil {
+				link(filepath.Join(fx, sub), sub)
+			}
+		} else if f != "config.json" {
 			link(filepath.Join(fx, f), f)
 		}
 	}
