@@ -67,7 +67,7 @@ func (s *expertStacker) add(in Input, build func([][]float32) ([]float32, error)
 			name := srcName(bid, xid, wid)
 			h, ok := s.blocks[bid][name]
 			if !ok {
-				return nil, fmt.Errorf("block %d: expert tensor %q missing (%d experts expected)", bid, name, s.n)
+				return nil, fmt.Errorf("block %d: expert tensor %q missing (%d experts expected, %s)", bid, name, s.n, s.stray(bid, srcName))
 			}
 			delete(s.blocks[bid], name)
 			parts[xid] = h
@@ -104,6 +104,29 @@ func (s *expertStacker) add(in Input, build func([][]float32) ([]float32, error)
 			}})
 	}
 	return outs, nil
+}
+
+// stray names a held tensor of block bid that is none of its experts
+// (an expert number past the count): what a block that filled up without
+// one of its experts holds instead.
+func (s *expertStacker) stray(bid int, srcName func(bid, xid int, wid string) string) string {
+	want := make(map[string]bool, s.n*len(s.wids))
+	for _, wid := range s.wids {
+		for xid := range s.n {
+			want[srcName(bid, xid, wid)] = true
+		}
+	}
+	var extra []string
+	for name := range s.blocks[bid] {
+		if !want[name] {
+			extra = append(extra, name)
+		}
+	}
+	if len(extra) == 0 {
+		return "no other tensor"
+	}
+	sort.Strings(extra)
+	return fmt.Sprintf("%q is not one of them", extra[0])
 }
 
 // finish reports expert tensors that never formed a complete block.

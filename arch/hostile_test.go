@@ -2,6 +2,7 @@ package arch
 
 import (
 	"errors"
+	"fmt"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -188,5 +189,51 @@ func TestHostileConfig(t *testing.T) {
 				t.Errorf("error %v does not wrap ErrConfig", err)
 			}
 		})
+	}
+}
+
+// TestIssueExpertPastCount: with fewer experts in config.json than in the
+// checkpoint, a block filled up with a stray expert and the error named
+// only a missing one; it now names the stray too.
+func TestIssueExpertPastCount(t *testing.T) {
+	m, err := New(hp(t, `{"architectures":["MixtralForCausalLM"],"model_type":"mixtral","num_hidden_layers":1,"hidden_size":4,
+		"num_attention_heads":2,"num_key_value_heads":2,"vocab_size":10,"num_local_experts":1}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"experts.1.w1", "experts.0.w2", "experts.0.w3"} {
+		full := "model.layers.0.block_sparse_moe." + name + ".weight"
+		if _, err = m.Modify(Input{Name: full, Source: full, Shape: []int64{3, 4}}, 0); err != nil {
+			break
+		}
+	}
+	want := `block 0: expert tensor "model.layers.0.block_sparse_moe.experts.0.w1.weight" missing (1 experts expected, "model.layers.0.block_sparse_moe.experts.1.w1.weight" is not one of them)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %s", err, want)
+	}
+}
+
+// TestIssueFusedExpertCount: transformers 5's fused expert tensors were
+// split whatever their expert count, so a GGUF could say 3 experts and
+// hold 4.
+func TestIssueFusedExpertCount(t *testing.T) {
+	m, err := New(hp(t, `{"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","num_hidden_layers":1,"hidden_size":4,
+		"num_attention_heads":2,"num_key_value_heads":2,"vocab_size":10,"num_experts":3}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []Input{
+		{Name: "model.layers.0.mlp.experts.gate_up_proj", Shape: []int64{4, 8, 4}},
+		{Name: "model.layers.0.mlp.experts.down_proj", Shape: []int64{4, 4, 4}},
+		{Name: "model.layers.0.mlp.experts.down_proj", Shape: []int64{12, 4}},
+	} {
+		_, err := m.Modify(in, 0)
+		want := fmt.Sprintf("fused expert tensor of shape %v, want [3, rows, columns] for 3 experts", in.Shape)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s %v: error %v, want %s", in.Name, in.Shape, err, want)
+		}
+	}
+	if _, err := m.Modify(Input{Name: "model.layers.0.mlp.experts.gate_up_proj", Shape: []int64{3, 8, 4}}, 0); err != nil {
+		t.Errorf("3 experts refused: %v", err)
 	}
 }

@@ -108,11 +108,17 @@ func (m *qwenMoe) Modify(in Input, bid int) ([]Output, error) {
 	name := in.Name
 	switch {
 	case strings.HasSuffix(name, "mlp.experts.down_proj") || strings.HasSuffix(name, "mlp.experts.down_proj.weight"):
+		if err := m.checkFusedExperts(in); err != nil {
+			return nil, err
+		}
 		if !strings.HasSuffix(name, ".weight") {
 			name += ".weight"
 		}
 		return m.mapped(in, name, bid, nil)
 	case strings.HasSuffix(name, "mlp.experts.gate_up_proj") || strings.HasSuffix(name, "mlp.experts.gate_up_proj.weight"):
+		if err := m.checkFusedExperts(in); err != nil {
+			return nil, err
+		}
 		return m.splitGateUp(in, name, bid)
 	case strings.Contains(name, "experts"):
 		n, err := expertCount(m.h, "num_local_experts", "num_experts")
@@ -129,6 +135,20 @@ func (m *qwenMoe) Modify(in Input, bid int) ([]Output, error) {
 		})
 	}
 	return m.mapped(in, name, bid, nil)
+}
+
+// checkFusedExperts checks that a fused 3-D expert tensor holds the
+// experts the config counts (expert_count is written from the same keys):
+// llama.cpp would load neither more nor fewer.
+func (m *qwenMoe) checkFusedExperts(in Input) error {
+	n, err := expertCount(m.h, "num_local_experts", "num_experts", "n_routed_experts")
+	if err != nil {
+		return err
+	}
+	if len(in.Shape) != 3 || in.Shape[0] != int64(n) {
+		return fmt.Errorf("fused expert tensor of shape %v, want [%d, rows, columns] for %d experts", in.Shape, n, n)
+	}
+	return nil
 }
 
 func (m *qwenMoe) Finish() error { return m.experts.finish() }
