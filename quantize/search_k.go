@@ -64,60 +64,45 @@ const maxGroup = 32
 // the scale. The weights are qw, or x² when qw is nil. The scale search
 // tries 19 inverse scales around -nmax/max (max = the value of largest
 // magnitude, first one wins) and keeps the one with the best weighted
-// least-squares fit.
+// least-squares fit. makeQXQuantsGeneric is the plain Go form; with
+// GOEXPERIMENT=simd on amd64 makeQXQuants runs the trials on vectors
+// (simd_amd64.go), with the same result.
 //
-// Speed-up that keeps ggml's result: a trial whose levels equal those of the
-// trial before it has the same sums, and then repeats that trial's outcome
-// (accepting it again restores the same L, scale and best), so it is skipped.
-func makeQXQuants(nmax int, x []float32, L []int8, qw []float32) float32 {
+// Speed-ups of the plain form that keep ggml's result: a trial whose levels
+// equal those of the trial before it has the same sums, and then repeats
+// that trial's outcome (accepting it again would restore the same scale and
+// best), so it is skipped; the 18 divisions are made before the trials, so
+// that they overlap; L is filled once, from the inverse scale of the last
+// trial accepted, instead of at every acceptance.
+func makeQXQuantsGeneric(nmax int, x []float32, L []int8, qw []float32) float32 {
 	n := len(x)
 	L = L[:n]
-	var maxv, amax float32
-	for _, v := range x {
-		if ax := abs32(v); ax > amax {
-			amax, maxv = ax, v
-		}
-	}
+	maxv, amax := qxMax(x)
 	if amax < groupMaxEps {
 		clear(L)
 		return 0
 	}
-	// wx[i] = w·x and w are the same in every trial; ggml's w*x[i]*l
-	// rounds w*x[i] first, so precomputing it changes nothing.
 	var wbuf, wxbuf [maxGroup]float32
+	w, wx := qxWeights(x, qw, &wbuf, &wxbuf)
 	var cur [maxGroup]int32
-	w, wx, lv := wbuf[:n], wxbuf[:n], cur[:n]
-	if qw != nil {
-		w = qw[:n]
-	} else {
-		for i, v := range x {
-			w[i] = float32(v * v)
-		}
-	}
-	for i, v := range x {
-		wx[i] = float32(w[i] * v)
-	}
+	lv := cur[:n]
 	lo, hi := int32(-nmax), int32(nmax-1)
 	iscale := float32(-nmax) / maxv
 	var sumlx, suml2 float32
 	for i, v := range x {
 		l := min(hi, max(lo, nearestInt(float32(iscale*v)))) // MAX(-nmax, MIN(nmax-1, l))
 		lv[i] = l
-		L[i] = int8(l + int32(nmax))
 		fl := float32(l)
 		sumlx += float32(wx[i] * fl)
 		suml2 += float32(float32(w[i]*fl) * fl)
 	}
+	chosen := iscale
 	var scale float32
 	if suml2 != 0 {
 		scale = sumlx / suml2
 	}
 	best := float32(scale * sumlx)
-	for is := -9; is <= 9; is++ {
-		if is == 0 {
-			continue
-		}
-		iscale = -(float32(nmax) + float32(0.1*float32(is))) / maxv
+	for _, iscale := range qxIScales(nmax, maxv) {
 		var changed int32
 		for i, v := range x {
 			l := min(hi, max(lo, nearestInt(float32(iscale*v))))
@@ -134,14 +119,67 @@ func makeQXQuants(nmax int, x []float32, L []int8, qw []float32) float32 {
 			suml2 += float32(float32(w[i]*fl) * fl)
 		}
 		if suml2 > 0 && float32(sumlx*sumlx) > float32(best*suml2) {
-			for i, l := range lv {
-				L[i] = int8(l + int32(nmax))
-			}
+			chosen = iscale
 			scale = sumlx / suml2
 			best = float32(scale * sumlx)
 		}
 	}
+	qxFill(L, x, chosen, nmax)
 	return scale
+}
+
+// qxMax returns make_qx_quants' max (the value of largest magnitude, the
+// first one on ties) and amax = |max|.
+func qxMax(x []float32) (maxv, amax float32) {
+	for _, v := range x {
+		if ax := abs32(v); ax > amax {
+			amax, maxv = ax, v
+		}
+	}
+	return maxv, amax
+}
+
+// qxWeights returns make_qx_quants' weights w (qw, or x² when qw is nil)
+// and wx[i] = w[i]·x[i], both of len(x), the latter two in the buffers
+// given. They are the same in every trial, and ggml's w*x[i]*l rounds
+// w*x[i] first, so computing wx once changes nothing.
+func qxWeights(x, qw []float32, wbuf, wxbuf *[maxGroup]float32) (w, wx []float32) {
+	n := len(x)
+	w, wx = wbuf[:n], wxbuf[:n]
+	if qw != nil {
+		w = qw[:n]
+	} else {
+		for i, v := range x {
+			w[i] = float32(v * v)
+		}
+	}
+	for i, v := range x {
+		wx[i] = float32(w[i] * v)
+	}
+	return w, wx
+}
+
+// qxIScales returns the inverse scales of make_qx_quants' loop over
+// is = -9..9 without 0, in that order: -(nmax + 0.1f·is)/max.
+func qxIScales(nmax int, maxv float32) [18]float32 {
+	var s [18]float32
+	for k := range s {
+		is := k - 9
+		if k >= 9 {
+			is = k - 8
+		}
+		s[k] = -(float32(nmax) + float32(0.1*float32(is))) / maxv
+	}
+	return s
+}
+
+// qxFill stores in L the levels of the inverse scale iscale, plus nmax.
+func qxFill(L []int8, x []float32, iscale float32, nmax int) {
+	L = L[:len(x)]
+	lo, hi := int32(-nmax), int32(nmax-1)
+	for i, v := range x {
+		L[i] = int8(min(hi, max(lo, nearestInt(float32(iscale*v)))) + int32(nmax))
+	}
 }
 
 // makeQ3Quants is ggml's make_q3_quants with do_rmse set (its only use, by
