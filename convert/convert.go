@@ -211,7 +211,7 @@ func Run(ctx context.Context, path string, opts Options) (*Report, error) {
 	}
 	var tensors []Tensor
 	if !opts.VocabOnly {
-		if tensors, err = planTensors(j.plugin, j.model.Source, j.ft); err != nil {
+		if tensors, err = planTensors(j.plugin, j.model.Source, j.model.Root, j.ft); err != nil {
 			return nil, fmt.Errorf("convert: %s: %w", j.model.Root, err)
 		}
 	}

@@ -1,6 +1,8 @@
 package convert
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -8,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -200,6 +203,119 @@ func TestHostileCheckpointBaseline(t *testing.T) {
 	for mode, err := range convertModes(t, modelFolder(t, tinyLlamaConfig, tinyLlamaTensors())) {
 		if err != nil {
 			t.Errorf("%s: %v", mode, err)
+		}
+	}
+}
+
+// torchPickle is a minimal protocol-2 pickle writer for a state dict of
+// float32 tensors (torch._utils._rebuild_tensor_v2 over FloatStorage), as
+// torch.save writes one.
+type torchPickle []byte
+
+func (p torchPickle) op(b ...byte) torchPickle { return append(p, b...) }
+
+func (p torchPickle) str(s string) torchPickle {
+	return append(binary.LittleEndian.AppendUint32(append(p, 'X'), uint32(len(s))), s...)
+}
+
+func (p torchPickle) global(module, name string) torchPickle {
+	return append(append(p, 'c'), module+"\n"+name+"\n"...)
+}
+
+func (p torchPickle) int4(n int32) torchPickle {
+	return binary.LittleEndian.AppendUint32(append(p, 'J'), uint32(n))
+}
+
+func (p torchPickle) ints(ns ...int32) torchPickle {
+	p = p.op('(')
+	for _, n := range ns {
+		p = p.int4(n)
+	}
+	return p.op('t')
+}
+
+// torchTensor is one entry of a torch.save zip: its storage key, the
+// storage's float32 count, and the view's size and stride.
+type torchTensor struct {
+	name, key    string
+	numel        int32
+	size, stride []int32
+}
+
+// torchZip is a torch.save zip archive of views over zero-filled storages.
+func torchZip(t *testing.T, ts []torchTensor) []byte {
+	t.Helper()
+	p := torchPickle{0x80, 2, '}', '('}
+	for _, x := range ts {
+		p = p.str(x.name).global("torch._utils", "_rebuild_tensor_v2").op('(')
+		p = p.op('(').str("storage").global("torch", "FloatStorage").str(x.key).str("cpu").int4(x.numel).op('t', 'Q')
+		p = p.int4(0).ints(x.size...).ints(x.stride...)
+		p = p.op(0x89).global("collections", "OrderedDict").op(')', 'R').op('t', 'R')
+	}
+	p = p.op('u', '.')
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	add := func(name string, data []byte) {
+		f, err := w.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
+		if err == nil {
+			_, err = f.Write(data)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("archive/data.pkl", p)
+	add("archive/byteorder", []byte("little"))
+	for _, x := range ts {
+		add("archive/data/"+x.key, make([]byte, 4*x.numel))
+	}
+	add("archive/version", []byte("3\n"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestIssueExpandedView: a PyTorch view repeating a 16-value storage
+// (stride 0) as a 2^24 × 16 Q projection passed every reader check, and
+// the Q/K permutation allocated its 1 GiB of float32 values. The plan now
+// refuses a tensor larger than its file.
+func TestIssueExpandedView(t *testing.T) {
+	var ts []torchTensor
+	for i, x := range tinyLlamaTensors() {
+		tt := torchTensor{name: x.name, key: strconv.Itoa(i)}
+		n := int32(1)
+		for _, d := range x.shape {
+			tt.size = append(tt.size, int32(d))
+			n *= int32(d)
+		}
+		tt.numel = n
+		for d := range tt.size {
+			s := int32(1)
+			for _, e := range tt.size[d+1:] {
+				s *= e
+			}
+			tt.stride = append(tt.stride, s)
+		}
+		if x.name == "model.layers.0.self_attn.q_proj.weight" {
+			tt.numel, tt.size, tt.stride = 16, []int32{1 << 24, 16}, []int32{0, 1}
+		}
+		ts = append(ts, tt)
+	}
+	dir := modelFolder(t, tinyLlamaConfig, nil)
+	if err := os.Remove(filepath.Join(dir, "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "pytorch_model.bin", string(torchZip(t, ts)))
+	before := allocatedBytes()
+	errs := convertModes(t, dir)
+	if alloc := allocatedBytes() - before; alloc > 256<<20 {
+		t.Errorf("the conversions allocated %d bytes", alloc)
+	}
+	for mode, err := range errs {
+		want := `tensor "model.layers.0.self_attn.q_proj.weight": convert: unusable tensor: shape [16777216 16] (268435456 values of F32) takes more bytes than its file pytorch_model.bin holds`
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrTensor) {
+			t.Errorf("%s: error %v, want one containing %q", mode, err, want)
 		}
 	}
 }

@@ -3,6 +3,9 @@ package convert
 import (
 	"errors"
 	"fmt"
+	"math/bits"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -57,8 +60,9 @@ var skippedSuffixes = []string{".attention.masked_bias", ".attention.bias", ".ro
 // planTensors walks the checkpoint in the converter's order (generated
 // tensors first, then the source's tensors file by file, by name within a
 // safetensors file) through the plugin, and gives each output its type
-// (ModelBase.prepare_tensors).
-func planTensors(m arch.Model, src readers.Source, ft gguf.FileType) ([]Tensor, error) {
+// (ModelBase.prepare_tensors). root is the folder the source's file names
+// are relative to.
+func planTensors(m arch.Model, src readers.Source, root string, ft gguf.FileType) ([]Tensor, error) {
 	extra, err := m.Extra()
 	if err != nil {
 		return nil, err
@@ -82,9 +86,16 @@ func planTensors(m arch.Model, src readers.Source, ft gguf.FileType) ([]Tensor, 
 		seen[name] = len(inputs)
 		inputs = append(inputs, in)
 	}
+	sizes := fileSizes{root: root, files: map[string]string{}, size: map[string]int64{}}
+	for _, t := range src.Tensors() {
+		sizes.files[t.Name] = t.File
+	}
 	for _, in := range inputs {
 		if hasAnySuffix(in.Name, skippedSuffixes) {
 			continue
+		}
+		if err := sizes.check(in); err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", in.Source, err)
 		}
 		o, err := m.Modify(in, arch.BlockID(in.Name))
 		if err != nil {
@@ -118,6 +129,49 @@ func planTensors(m arch.Model, src readers.Source, ft gguf.FileType) ([]Tensor, 
 // ErrTensor is wrapped by the errors about a checkpoint tensor that
 // cannot become the output tensor its name maps to.
 var ErrTensor = errors.New("convert: unusable tensor")
+
+// fileSizes looks up the size of the file holding each source tensor.
+type fileSizes struct {
+	root  string
+	files map[string]string // tensor → file, as TensorInfo.File
+	size  map[string]int64  // file → bytes (-1: not found)
+}
+
+// check refuses a source tensor whose values take more bytes than the file
+// holding it has. A safetensors reader has checked its data span already,
+// but a PyTorch view may repeat its storage (a stride of 0, as
+// torch.expand makes one), so that its shape alone — a terabyte for a few
+// stored values — would size the float32 buffers of the conversion.
+func (fs *fileSizes) check(in arch.Input) error {
+	file, ok := fs.files[in.Source]
+	if !ok || file == "" {
+		return nil
+	}
+	size, seen := fs.size[file]
+	if !seen {
+		path := file
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(fs.root, path)
+		}
+		size = -1
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+			size = st.Size()
+		}
+		fs.size[file] = size
+	}
+	if size < 0 {
+		return nil
+	}
+	n, err := readers.NumElements(in.Shape)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrTensor, err)
+	}
+	if hi, bytes := bits.Mul64(uint64(n), uint64(in.DType.Size())); hi != 0 || bytes > uint64(size) {
+		return fmt.Errorf("%w: shape %v (%d values of %s) takes more bytes than its file %s holds (%d): a view repeating its storage is not converted",
+			ErrTensor, in.Shape, n, in.DType, file, size)
+	}
+	return nil
+}
 
 // checkOutput refuses an output tensor the writer and the encoders cannot
 // take: no dimension (a scalar), an empty dimension (no row to encode, or

@@ -51,7 +51,7 @@ func Plan(ctx context.Context, path string, opts Options) (*Planned, error) {
 	p := &Planned{j: j, byName: map[string]*Tensor{}}
 	if j.legacy != nil {
 		p.tensors, p.kvs, _, err = j.legacyPlan()
-	} else if p.tensors, err = planTensors(j.plugin, j.model.Source, j.ft); err != nil {
+	} else if p.tensors, err = planTensors(j.plugin, j.model.Source, j.model.Root, j.ft); err != nil {
 		err = fmt.Errorf("convert: %s: %w", j.model.Root, err)
 	} else {
 		var meta *metadata.Metadata
