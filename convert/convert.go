@@ -364,6 +364,10 @@ func (j *job) write(ctx context.Context, kvs []gguf.KV, tensors []Tensor, out st
 	}
 	for s, w := range ws {
 		if err := w.Close(); err != nil {
+			// The shards published already would be a partial model.
+			for _, p := range rep.Outputs[:s] {
+				os.Remove(p)
+			}
 			return nil, err
 		}
 		ws[s] = nil

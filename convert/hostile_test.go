@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/ggufkit/ggufkit/arch"
+	"github.com/ggufkit/ggufkit/writer"
 )
 
 // stTensor is one F32 tensor of a test checkpoint; nan puts a NaN in its
@@ -317,5 +318,57 @@ func TestIssueExpandedView(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrTensor) {
 			t.Errorf("%s: error %v, want one containing %q", mode, err, want)
 		}
+	}
+}
+
+// TestIssueSplitShardPublished: the shards of a split output are published
+// one after another; when a later one failed (here its name appeared while
+// the model was converted), the earlier ones stayed behind, a partial
+// model. Now none of this run's files is left, and the file that appeared
+// is not touched.
+func TestIssueSplitShardPublished(t *testing.T) {
+	dir := modelFolder(t, tinyLlamaConfig, tinyLlamaTensors())
+	for _, outType := range []string{"f16", "Q4_K_M"} {
+		t.Run(outType, func(t *testing.T) {
+			out := t.TempDir()
+			opts := Options{OutType: outType, OutFile: filepath.Join(out, "m.gguf"), SplitMaxTensors: 3}
+			dry := opts
+			dry.DryRun = true
+			plan, err := Run(context.Background(), dir, dry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Outputs) < 3 {
+				t.Fatalf("%d shards, want 3 or more", len(plan.Outputs))
+			}
+			last := plan.Outputs[len(plan.Outputs)-1]
+			created := false
+			opts.OnTensor = func(TensorReport) {
+				if !created {
+					created = true
+					if err := os.WriteFile(last, []byte("someone else's"), 0o644); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			_, err = Run(context.Background(), dir, opts)
+			if !errors.Is(err, writer.ErrExists) {
+				t.Fatalf("error %v, want writer.ErrExists", err)
+			}
+			ents, err := os.ReadDir(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ents) != 1 || filepath.Join(out, ents[0].Name()) != last {
+				var names []string
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				t.Fatalf("left %v, want only %s", names, filepath.Base(last))
+			}
+			if b, _ := os.ReadFile(last); string(b) != "someone else's" {
+				t.Errorf("%s changed", last)
+			}
+		})
 	}
 }

@@ -122,6 +122,7 @@ func RunModel(ctx context.Context, in Model, name, outPath string, opts Options)
 		return report, nil
 	}
 	outs := make([]*writer.Writer, nOut)
+	paths := make([]string, nOut)
 	abortAll := func() {
 		for _, w := range outs {
 			if w != nil {
@@ -139,7 +140,7 @@ func RunModel(ctx context.Context, in Model, name, outPath string, opts Options)
 			abortAll()
 			return nil, err
 		}
-		outs[s] = w
+		outs[s], paths[s] = w, path
 		if s == 0 {
 			for _, kv := range kvs {
 				w.SetKV(kv.Key, kv.Value)
@@ -178,9 +179,13 @@ func RunModel(ctx context.Context, in Model, name, outPath string, opts Options)
 		}
 		report.add(p, i, len(plan), newSize, warning, opts.OnTensor)
 	}
-	for _, w := range outs {
+	for s, w := range outs {
 		if err := w.Close(); err != nil {
 			abortAll()
+			// The shards published already would be a partial model.
+			for _, p := range paths[:s] {
+				os.Remove(p)
+			}
 			return nil, err
 		}
 	}
