@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -368,6 +369,65 @@ func TestIssueSplitShardPublished(t *testing.T) {
 			}
 			if b, _ := os.ReadFile(last); string(b) != "someone else's" {
 				t.Errorf("%s changed", last)
+			}
+		})
+	}
+}
+
+// TestHostileTokenizer: a missing or broken tokenizer, or a vocab_size the
+// loaders cannot use, fails every mode with the tokenizer loader's error
+// wrapped with the model folder.
+func TestHostileTokenizer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config string
+		files  map[string]string // written over the folder's; "" removes
+		want   string
+	}{
+		{"no tokenizer", tinyLlamaConfig, map[string]string{"tokenizer.json": "", "tokenizer.model": "", "tokenizer_config.json": "", "special_tokens_map.json": ""}, "tokenizer"},
+		{"broken tokenizer.model", tinyLlamaConfig, map[string]string{"tokenizer.model": "\x0a\xff\xff\xff\xff\x0f"}, "tokenizer"},
+		{"vocab_size as a string", strings.Replace(tinyLlamaConfig, `"vocab_size":512`, `"vocab_size":"512"`, 1), nil, `config.json: vocab_size: "512" is not an integer`},
+		{"type_vocab_size as a float", strings.Replace(tinyLlamaConfig, `"vocab_size":512`, `"vocab_size":512,"type_vocab_size":1.5`, 1), nil, `config.json: type_vocab_size: 1.5 is not an integer`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := modelFolder(t, tc.config, tinyLlamaTensors())
+			for f, content := range tc.files {
+				if content == "" {
+					if err := os.Remove(filepath.Join(dir, f)); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				write(t, dir, f, content)
+			}
+			for mode, err := range convertModes(t, dir) {
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), dir) {
+					t.Errorf("%s: error %v, want one naming %s and containing %q", mode, err, dir, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestCancelLeavesNothing: a conversion cancelled after its first tensor
+// (Ctrl-C) fails with the context's error and leaves no output or
+// temporary file, split or not, one-pass quantized or not.
+func TestCancelLeavesNothing(t *testing.T) {
+	dir := modelFolder(t, tinyLlamaConfig, tinyLlamaTensors())
+	for _, opts := range []Options{{OutType: "f16"}, {OutType: "q8_0", SplitMaxTensors: 3}, {OutType: "Q4_K_M"}, {OutType: "Q4_K_M", SplitMaxTensors: 3}} {
+		t.Run(fmt.Sprintf("%s/split%d", opts.OutType, opts.SplitMaxTensors), func(t *testing.T) {
+			out := t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			opts.OutFile = filepath.Join(out, "m.gguf")
+			opts.Threads = 1
+			opts.OnTensor = func(TensorReport) { cancel() }
+			_, err := Run(ctx, dir, opts)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("error %v, want context.Canceled", err)
+			}
+			if ents, _ := os.ReadDir(out); len(ents) > 0 {
+				t.Fatalf("left %s behind", ents[0].Name())
 			}
 		})
 	}

@@ -31,12 +31,12 @@ func (j *job) vocab() ([]gguf.KV, error) {
 	}
 	opts := load.Options{Pre: j.opts.TokenizerPre}
 	if n, ok, err := j.h.Int("vocab_size"); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("convert: %s: %w", j.model.Root, err)
 	} else if ok {
 		opts.VocabSize = int(n)
 	}
 	if n, ok, err := j.h.Int("type_vocab_size"); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("convert: %s: %w", j.model.Root, err)
 	} else if ok {
 		opts.TypeVocabSize = int(n)
 	}
