@@ -134,11 +134,18 @@ func (e *UnsupportedError) Error() string {
 // architectures[0], after the keys its transformers config class derives
 // (see autoConfig) are set as the converter sees them.
 func New(h HParams, dir string) (Model, error) {
-	archs, _ := h["architectures"].([]any)
-	if len(archs) == 0 {
+	v, present := h["architectures"]
+	archs, isList := v.([]any)
+	switch {
+	case !present || v == nil:
 		return nil, fmt.Errorf("arch: config.json has no \"architectures\"")
+	case !isList || len(archs) == 0:
+		return nil, &ConfigError{Key: "architectures", Value: v, Msg: "is not a list of model class names"}
 	}
-	name, _ := archs[0].(string)
+	name, ok := archs[0].(string)
+	if !ok {
+		return nil, &ConfigError{Key: "architectures[0]", Value: archs[0], Msg: "is not a model class name"}
+	}
 	c, ok := registry[name]
 	if !ok {
 		return nil, &UnsupportedError{Arch: name}

@@ -168,6 +168,10 @@ func TestHostileConfig(t *testing.T) {
 		// IssuePhi3LogZero: log(1) = 0 divided: an infinite attention factor.
 		{"IssuePhi3LogZero", phi3 + `,` + longrope + `1}`, "extra", Input{}, `config.json: original_max_position_embeddings: 1 gives attention factor +Inf`},
 		{"zero heads", phi3 + `,"num_attention_heads":0,` + longrope + `32}`, "params", Input{}, `config.json: num_attention_heads: 0 is not a head count`},
+		// IssueArchitecturesType: a string or a list of numbers was
+		// reported as no architectures or as architecture "".
+		{"IssueArchitecturesType", `"architectures":"LlamaForCausalLM"`, "new", Input{}, `config.json: architectures: "LlamaForCausalLM" is not a list of model class names`},
+		{"architectures of numbers", `"architectures":[5]`, "new", Input{}, `config.json: architectures[0]: 5 is not a model class name`},
 		{"block past the count", llama, "modify", Input{Name: "model.layers.7.mlp.up_proj.weight", Shape: []int64{4, 4}}, `block 7, but config.json has 1 blocks`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
