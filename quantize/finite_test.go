@@ -30,7 +30,7 @@ func finiteTestRow(r *rand.Rand, n int) []float32 {
 		case 3:
 			x[i] = math.Float32frombits(uint32(r.IntN(2)) << 31)
 		case 4:
-			x[i] = math.Float32frombits(r.Uint32() &^ 0x7F800000 | uint32(r.IntN(0xFF))<<23)
+			x[i] = math.Float32frombits(r.Uint32()&^0x7F800000 | uint32(r.IntN(0xFF))<<23)
 		case 5:
 			x[i] = float32(r.NormFloat64())
 			if r.IntN(8) == 0 {

@@ -8,27 +8,6 @@ import (
 	"testing"
 )
 
-// qxTestGroup returns a group of n values for the make_qx_quants searches:
-// Gaussian, with repeated values and signed zeros (ties of the maximum and
-// levels that round to zero from either side), or at extreme magnitudes.
-func qxTestGroup(r *rand.Rand, n int) []float32 {
-	x := make([]float32, n)
-	scale := math.Pow(10, float64(r.IntN(60)-30))
-	for i := range x {
-		switch r.IntN(8) {
-		case 0:
-			x[i] = float32(r.IntN(5) - 2)
-		case 1:
-			x[i] = math.Float32frombits(uint32(r.IntN(2)) << 31)
-		case 2:
-			x[i] = float32(float64(r.IntN(9)-4) * 0.25 * scale)
-		default:
-			x[i] = float32(r.NormFloat64() * scale)
-		}
-	}
-	return x
-}
-
 // TestMakeQXQuantsAVX2 compares the vector search with the plain one on
 // every nmax ggml uses, with and without weights: same scale bits, same
 // levels.
