@@ -167,6 +167,11 @@ func TestHostileCheckpoint(t *testing.T) {
 			`unusable tensor: shape [0] has no values`, ErrTensor},
 		{"Q rows not split into heads", tinyLlamaConfig, with(func(ts []stTensor) []stTensor { ts[2].shape = []int64{15, 16}; return ts }),
 			`tensor "model.layers.0.self_attn.q_proj.weight": Q/K permutation: cannot permute shape [15 16] for 2 heads`, nil},
+		// IssueDuplicateName: two checkpoint names of one GGUF tensor
+		// (llama's name table knows both) were reported without naming them.
+		{"IssueDuplicateName", tinyLlamaConfig,
+			append(tinyLlamaTensors(), stTensor{name: "layers.0.attention.wq.weight", shape: []int64{16, 16}}),
+			`tensors "layers.0.attention.wq.weight" and "model.layers.0.self_attn.q_proj.weight" both map to "blk.0.attn_q.weight"`, ErrTensor},
 		{"block past num_hidden_layers", tinyLlamaConfig,
 			append(tinyLlamaTensors(), stTensor{name: "model.layers.7.mlp.up_proj.weight", shape: []int64{32, 16}}),
 			`can not map tensor "model.layers.7.mlp.up_proj.weight": block 7, but config.json has 1 blocks`, nil},

@@ -107,7 +107,7 @@ func planTensors(m arch.Model, src readers.Source, root string, ft gguf.FileType
 		return nil, err
 	}
 	tensors := make([]Tensor, 0, len(outs))
-	names := map[string]bool{}
+	names := map[string]string{} // GGUF name → the source name it came from
 	for _, o := range outs {
 		if err := checkOutput(&o); err != nil {
 			if len(o.Sources) == 1 {
@@ -115,10 +115,10 @@ func planTensors(m arch.Model, src readers.Source, root string, ft gguf.FileType
 			}
 			return nil, fmt.Errorf("tensor %q: %w", o.Name, err)
 		}
-		if names[o.Name] {
-			return nil, fmt.Errorf("two source tensors map to %q", o.Name)
+		if first, dup := names[o.Name]; dup {
+			return nil, fmt.Errorf("%w: tensors %q and %q both map to %q", ErrTensor, first, o.HFName, o.Name)
 		}
-		names[o.Name] = true
+		names[o.Name] = o.HFName
 		t := Tensor{Output: o}
 		t.Type, t.Fallback = tensorType(m, &t.Output, ft)
 		tensors = append(tensors, t)
