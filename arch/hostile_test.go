@@ -3,6 +3,8 @@ package arch
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -239,5 +241,31 @@ func TestIssueFusedExpertCount(t *testing.T) {
 	}
 	if _, err := m.Modify(Input{Name: "model.layers.0.mlp.experts.gate_up_proj", Shape: []int64{3, 8, 4}}, 0); err != nil {
 		t.Errorf("3 experts refused: %v", err)
+	}
+}
+
+// TestHostilePooling: a sentence-transformers modules.json naming a module
+// outside the model folder, or too large to be one, is refused before
+// anything is read from it.
+func TestHostilePooling(t *testing.T) {
+	h := `{"architectures":["BertModel"],"model_type":"bert","num_hidden_layers":1,"hidden_size":4,"num_attention_heads":2,"vocab_size":10}`
+	for _, tc := range []struct{ name, modules, want string }{
+		{"IssuePoolingPathEscapes", `[{"type":"sentence_transformers.models.Pooling","path":"../elsewhere"}]`, `modules.json: module path "../elsewhere" leaves the model folder`},
+		{"IssuePoolingFileSize", "[" + strings.Repeat(" ", maxSmallFile) + "]", "modules.json is larger than 1048576 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "modules.json"), []byte(tc.modules), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m, err := New(hp(t, h), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.Params(gguf.FileTypeF16)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrConfig) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
 }

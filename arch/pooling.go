@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,7 @@ const (
 // classification head.
 func (t *text) setPooling(k *kv, dir string) error {
 	if dir != "" {
-		b, err := os.ReadFile(filepath.Join(dir, "modules.json"))
+		b, err := readSmall(filepath.Join(dir, "modules.json"))
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 		case err != nil:
@@ -40,6 +41,9 @@ func (t *text) setPooling(k *kv, dir string) error {
 			for _, m := range mods {
 				if !strings.HasSuffix(m.Type, "Pooling") {
 					continue
+				}
+				if !filepath.IsLocal(m.Path) && m.Path != "" {
+					return fmt.Errorf("%w: modules.json: module path %q leaves the model folder", ErrConfig, m.Path)
 				}
 				p, err := readPooling(filepath.Join(dir, m.Path, "config.json"))
 				if err != nil {
@@ -62,8 +66,29 @@ func (t *text) setPooling(k *kv, dir string) error {
 	return nil
 }
 
+// maxSmallFile bounds the sentence-transformers files read whole
+// (modules.json, a Pooling module's config.json: a few hundred bytes).
+const maxSmallFile = 1 << 20
+
+// readSmall reads a file of at most maxSmallFile bytes.
+func readSmall(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSmallFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSmallFile {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrConfig, path, maxSmallFile)
+	}
+	return b, nil
+}
+
 func readPooling(path string) (uint32, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path)
 	if err != nil {
 		return 0, err
 	}
