@@ -43,7 +43,7 @@ func init() {
 	register(gguf.Q4_K, &codec{encodeRow: encodeQ4K, decodeRow: decodeQ4K, usesImatrix: true})
 	register(gguf.Q5_K, &codec{encodeRow: encodeQ5K, decodeRow: decodeQ5K, usesImatrix: true})
 	register(gguf.Q6_K, &codec{encodeRow: encodeQ6K, decodeRow: decodeQ6K, usesImatrix: true})
-	register(gguf.Q8_K, &codec{encodeRow: encodeQ8K, decodeRow: decodeQ8K})
+	register(gguf.Q8_K, &codec{encodeRow: encodeQ8K, encodeFinite: encodeFiniteQ8K, decodeRow: decodeQ8K})
 }
 
 // The σ² and av_x divisions below are by powers of two, which the compiler
@@ -637,11 +637,20 @@ func decodeQ6K(dst []float32, src []byte) {
 // capped at 127, d = 1/iscale as a float32, and the sum of each 16 levels in
 // bsums. ggml leaves bsums unwritten for an all-zero block; this writes
 // zeros there.
-func encodeQ8K(dst []byte, src, _ []float32) {
+func encodeQ8K(dst []byte, src, _ []float32) { encodeFiniteQ8K(dst, src, nil) }
+
+// encodeFiniteQ8K is quantize_row_q8_K_ref fused with the finiteness check
+// (codec.encodeFinite): it stops, returning false, at the first block whose
+// largest magnitude has the exponent bits of a NaN or an infinity.
+func encodeFiniteQ8K(dst []byte, src, _ []float32) bool {
 	for i := range len(src) / qkK {
 		x := (*[qkK]float32)(src[i*qkK:])
 		y := (*[q8KBytes]byte)(dst[i*q8KBytes:])
-		maxv := absMaxSigned(x[:])
+		amax := absMaxBits(x[:])
+		if amax >= 0x7F800000 {
+			return false
+		}
+		maxv := signedAt(x[:], amax)
 		if maxv == 0 {
 			*y = [q8KBytes]byte{}
 			continue
@@ -660,6 +669,7 @@ func encodeQ8K(dst []byte, src, _ []float32) {
 		}
 		binary.LittleEndian.PutUint32(y[0:], math.Float32bits(1/iscale))
 	}
+	return true
 }
 
 // decodeQ8K is dequantize_row_q8_K: d·q.
