@@ -14,7 +14,7 @@ import (
 // AutoConfig.from_pretrained(dir).to_dict() (ModelBase.load_hparams), so a
 // key config.json leaves out has its config class's default there, and
 // what the class derives in __post_init__ shows up as if config.json had
-// it. autoConfig does the same for the wave-1 model types, after
+// it. autoConfig does the same for the supported model types, after
 // transformers 5.24.0.
 
 // configdefaults.json holds, per config.json model_type, the defaults of
@@ -58,7 +58,7 @@ func loadDefaults() (map[string]*configClass, error) {
 }
 
 // derivedKeys lists, per model_type, the __post_init__ derivations of its
-// config class that reach keys the wave-1 model classes read.
+// config class that reach keys the supported model classes read.
 var derivedKeys = map[string][]derivation{
 	// LlamaConfig, MistralConfig: head_dim = hidden_size //
 	// num_attention_heads when None. (MixtralConfig leaves it None.)
@@ -71,6 +71,17 @@ var derivedKeys = map[string][]derivation{
 	"qwen2":   {deriveKVHeads},
 	"qwen3":   {deriveKVHeads},
 	"phi3":    {deriveKVHeads},
+	// PhiConfig and StableLmConfig put a partial_rotary_factor into the
+	// rope parameters when config.json has none (kwargs.setdefault in
+	// __post_init__, "for BC"): 0.5 and 0.25.
+	"phi":      {deriveKVHeads, derivePartialRotary(json.Number("0.5"))},
+	"stablelm": {derivePartialRotary(json.Number("0.25"))},
+	// FalconConfig: num_kv_heads = num_attention_heads when None (also
+	// for a multi_query config).
+	"falcon":  {deriveFalconKVHeads},
+	"olmo2":   {deriveKVHeads},
+	"granite": {deriveKVHeads},
+	"smollm3": {deriveKVHeads},
 }
 
 // A derivation sets a key the config class computes from others.
@@ -99,6 +110,32 @@ func deriveHeadDim(h HParams) {
 func deriveKVHeads(h HParams) {
 	if unset(h, "num_key_value_heads") && !unset(h, "num_attention_heads") {
 		h["num_key_value_heads"] = h["num_attention_heads"]
+	}
+}
+
+func deriveFalconKVHeads(h HParams) {
+	if unset(h, "num_kv_heads") && !unset(h, "num_attention_heads") {
+		h["num_kv_heads"] = h["num_attention_heads"]
+	}
+}
+
+// derivePartialRotary sets partial_rotary_factor to def when neither the
+// top level nor the rope parameters have one.
+func derivePartialRotary(def json.Number) derivation {
+	return func(h HParams) {
+		if !unset(h, "partial_rotary_factor") {
+			return
+		}
+		for _, k := range []string{"rope_parameters", "rope_scaling"} {
+			if rp, _ := h[k].(map[string]any); rp != nil {
+				if rp["partial_rotary_factor"] != nil {
+					return
+				}
+				// newText reads the first of the two that is an object.
+				break
+			}
+		}
+		h["partial_rotary_factor"] = def
 	}
 }
 

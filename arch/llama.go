@@ -18,8 +18,13 @@ type llama struct {
 	experts *expertStacker
 }
 
-func newLlama(h HParams, dir string) (Model, error) {
-	t, err := newText("llama", h, dir)
+func newLlama(h HParams, dir string) (Model, error) { return newLlamaArch("llama", h, dir) }
+
+// newLlamaArch is LlamaModel under another GGUF architecture name, as its
+// subclasses that only change model_arch have it (SmolLM3Model, and
+// GraniteModel underneath its extra parameters).
+func newLlamaArch(ggufArch string, h HParams, dir string) (*llama, error) {
+	t, err := newText(ggufArch, h, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -54,16 +54,18 @@ func newPhi3(h HParams, dir string) (Model, error) {
 
 func (m *phi3) Vocab() VocabKind { return VocabPhi3 }
 
-// ropeDims is int(partial_rotary_factor × n_embd) // n_head.
-func (m *phi3) ropeDims() (nEmbd, nHead, dims int64, err error) {
-	if nEmbd, err = m.h.MustInt("hidden_size", "n_embd"); err != nil {
+// ropeDims is the rope dimension count of the Phi models (Phi2Model,
+// Phi3MiniModel): int(partial_rotary_factor × n_embd) // n_head, with the
+// embedding width and head count it is computed from.
+func (t *text) ropeDims() (nEmbd, nHead, dims int64, err error) {
+	if nEmbd, err = t.h.MustInt("hidden_size", "n_embd"); err != nil {
 		return
 	}
-	if nHead, err = m.h.MustInt("num_attention_heads", "n_head"); err != nil {
+	if nHead, err = t.h.MustInt("num_attention_heads", "n_head"); err != nil {
 		return
 	}
 	pct := 1.0
-	if v, ok := m.rope["partial_rotary_factor"]; ok && v != nil {
+	if v, ok := t.rope["partial_rotary_factor"]; ok && v != nil {
 		if pct, err = asFloat(v); err != nil {
 			return
 		}
@@ -74,7 +76,7 @@ func (m *phi3) ropeDims() (nEmbd, nHead, dims int64, err error) {
 	rot := math.Trunc(pct * float64(nEmbd))
 	if !(rot >= 0 && rot <= 1<<53) {
 		// int(partial_rotary_factor × n_embd) must be a size.
-		return 0, 0, 0, &ConfigError{Key: "partial_rotary_factor", Value: m.rope["partial_rotary_factor"], Msg: fmt.Sprintf("gives %g rotary dimensions of %d", rot, nEmbd)}
+		return 0, 0, 0, &ConfigError{Key: "partial_rotary_factor", Value: t.rope["partial_rotary_factor"], Msg: fmt.Sprintf("gives %g rotary dimensions of %d", rot, nEmbd)}
 	}
 	dims = int64(rot) / nHead
 	return

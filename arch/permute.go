@@ -35,3 +35,30 @@ func permuteQK(shape []int64, nHead, nHeadKV int64) (func([][]float32) ([]float3
 		return dst, nil
 	}, nil
 }
+
+// permuteRowBlocks reorders a tensor's rows in blocks of blockRows rows:
+// output block i is source block order[i]. The tensor's first dimension
+// must be len(order)·blockRows.
+func permuteRowBlocks(shape []int64, blockRows int64, order []int64) (func([][]float32) ([]float32, error), error) {
+	if len(shape) == 0 || blockRows <= 0 || shape[0] != int64(len(order))*blockRows {
+		return nil, fmt.Errorf("cannot reorder shape %v as %d blocks of %d rows", shape, len(order), blockRows)
+	}
+	for _, b := range order {
+		if b < 0 || b >= int64(len(order)) {
+			return nil, fmt.Errorf("row block %d of %d", b, len(order))
+		}
+	}
+	block := blockRows * numel(shape[1:])
+	total := shape[0] * numel(shape[1:])
+	return func(srcs [][]float32) ([]float32, error) {
+		src := srcs[0]
+		if int64(len(src)) != total {
+			return nil, fmt.Errorf("reorder: %d values for shape %v", len(src), shape)
+		}
+		dst := make([]float32, len(src))
+		for i, b := range order {
+			copy(dst[int64(i)*block:int64(i+1)*block], src[b*block:(b+1)*block])
+		}
+		return dst, nil
+	}, nil
+}

@@ -8,13 +8,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 )
 
-// The wave-1 fixtures in testdata/convert (see its README): small models
+// The converter fixtures in testdata/convert (see its README): small models
 // made with transformers from shrunken configs of real models, each with
 // the digests of llama.cpp's own conversions (expected-<outtype>.json).
 const fixtures = "../testdata/convert"
@@ -113,6 +114,10 @@ var wave1 = []string{"LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausal
 	"Gemma3ForCausalLM", "Phi3ForCausalLM", "GPT2LMHeadModel", "GPTNeoXForCausalLM", "Starcoder2ForCausalLM",
 	"BertModel", "BertForMaskedLM"}
 
+// wave2 lists the wave-2 architectures, each of which needs a fixture too.
+var wave2 = []string{"PhiForCausalLM", "FalconForCausalLM", "StableLmForCausalLM", "Olmo2ForCausalLM",
+	"GraniteForCausalLM", "SmolLM3ForCausalLM"}
+
 func TestFixtures(t *testing.T) {
 	mans, _ := filepath.Glob(filepath.Join(fixtures, "*", "manifest.json"))
 	if len(mans) == 0 {
@@ -121,7 +126,7 @@ func TestFixtures(t *testing.T) {
 	covered := map[string]bool{}
 	pytorchCopies := 0
 	defer func() {
-		for _, a := range wave1 {
+		for _, a := range append(slices.Clone(wave1), wave2...) {
 			if !covered[a] {
 				t.Errorf("no fixture of %s", a)
 			}

@@ -5,7 +5,7 @@ Run with transformers 5.24.0 importable:
 
 llama.cpp's converter reads a model's hyperparameters as AutoConfig.from_pretrained(dir).to_dict()
 (conversion/base.py ModelBase.load_hparams), so a key that config.json leaves out has its config
-class's default there. For each config.json model_type of the wave-1 families this writes:
+class's default there. For each config.json model_type of the supported families this writes:
   fields      the dataclass fields the class itself declares (not PretrainedConfig's) with a
               plain default (default_factory fields and non-JSON values are left out);
   rope_theta  the rope base its rope standardisation puts in rope_parameters when config.json
@@ -25,7 +25,8 @@ import transformers
 from transformers import CONFIG_MAPPING, PretrainedConfig
 
 MODEL_TYPES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
-               "gemma3_text", "phi3", "gpt2", "starcoder2", "bert"]
+               "gemma3_text", "phi3", "gpt2", "starcoder2", "bert",
+               "phi", "falcon", "stablelm", "olmo2", "granite", "smollm3"]
 
 
 def plain(v):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Make the wave-1 convert fixtures in testdata/convert/.
+"""Make the convert fixtures in testdata/convert/.
 
 Each fixture is a tiny random-weight Hugging Face checkpoint of one model family,
 instantiated with transformers from a SHRUNKEN copy of the config.json of a real
@@ -707,6 +707,215 @@ FIXTURES["bertmlm"] = dict(
         "type_vocab_size": 2,
         "use_cache": True,
         "vocab_size": 30522,
+    })
+
+# ---------------------------------------------------------------------------
+# Wave 2.
+
+FIXTURES["phi2"] = dict(
+    cls="PhiForCausalLM", source="microsoft/phi-2", tokenizer="gpt2",
+    tokenizer_overrides={"tokenizer_config.json": GPT2_CLASS_OVERRIDE},
+    dtype="float16", seed=118, norm="one",
+    why="parallel attention + MLP off one LayerNorm, q/k/v and dense biases, partial rotary, lm_head with bias, "
+        "untied; add_bos_token false set with the hyperparameters; hidden 4 because of the 50257-token vocab",
+    config={
+        "_name_or_path": "microsoft/phi-2",
+        "architectures": ["PhiForCausalLM"],
+        "attention_dropout": 0.0,
+        "bos_token_id": 50256,
+        "embd_pdrop": 0.0,
+        "eos_token_id": 50256,
+        "hidden_act": "gelu_new",
+        "hidden_size": 4,             # 2560
+        "initializer_range": 0.02,
+        "intermediate_size": 32,      # 10240
+        "layer_norm_eps": 1e-05,
+        "max_position_embeddings": 2048,
+        "model_type": "phi",
+        "num_attention_heads": 1,     # 32
+        "num_hidden_layers": 2,       # 32
+        "num_key_value_heads": 1,     # 32
+        "partial_rotary_factor": 0.5, # 0.4 (0.4 of a 4-wide head is 1 rotary dim, which transformers' rotary can not do)
+        "qk_layernorm": False,
+        "resid_pdrop": 0.1,
+        "rope_scaling": None,
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float16",
+        "transformers_version": "4.37.0",
+        "use_cache": True,
+        "vocab_size": 50257,          # 51200
+    })
+
+FIXTURES["falcon"] = dict(
+    cls="FalconForCausalLM", source="tiiuae/falcon-40b", tokenizer="gpt2",
+    tokenizer_overrides={"tokenizer_config.json": GPT2_CLASS_OVERRIDE},
+    dtype="bfloat16", seed=119, norm="one",
+    why="new decoder architecture: fused query_key_value grouped per KV head (n_head/n_kv queries, one key, one value; "
+        "the converter regroups it to Q|K|V), ln_attn + ln_mlp, parallel attention, no biases, tied by "
+        "FalconConfig's default, context length fixed at 2048 by the converter",
+    config={
+        "alibi": False,
+        "apply_residual_connection_post_layernorm": False,
+        "architectures": ["FalconForCausalLM"],
+        "attention_dropout": 0.0,
+        "bias": False,
+        "bos_token_id": 50256,        # 11 (GPT-2 ids)
+        "eos_token_id": 50256,        # 11
+        "hidden_dropout": 0.0,
+        "hidden_size": 8,             # 8192
+        "initializer_range": 0.02,
+        "layer_norm_epsilon": 1e-05,
+        "model_type": "falcon",
+        "new_decoder_architecture": True,
+        "num_attention_heads": 4,     # 128
+        "num_hidden_layers": 2,       # 60
+        "num_kv_heads": 2,            # 8
+        "parallel_attn": True,
+        "torch_dtype": "bfloat16",
+        "transformers_version": "4.27.4",
+        "use_cache": True,
+        "vocab_size": 50257,          # 65024
+    })
+
+FIXTURES["stablelm"] = dict(
+    cls="StableLmForCausalLM", source="stabilityai/stablelm-2-1_6b", tokenizer="gpt2",
+    tokenizer_overrides={"tokenizer_config.json": GPT2_CLASS_OVERRIDE},
+    dtype="float16", seed=120, norm="one",
+    # Not stablelm-2-12b: its per-head q/k LayerNorms (qk_layernorm) make llama.cpp 0c1e570's converter fail
+    # ("ValueError: Unprocessed norms": StableLMModel.modify_tensors returns the stacking generator instead of
+    # yielding from it), so there is nothing to compare with.
+    why="LayerNorm with bias, q/k/v biases (use_qkv_bias), partial rotary, no use_parallel_residual key (the "
+        "converter's default would be true, StableLmConfig's false wins), untied; hidden 4 because of the 50257-token vocab",
+    config={
+        "architectures": ["StableLmForCausalLM"],
+        "bos_token_id": 50256,        # 100257
+        "eos_token_id": 50256,        # 100257
+        "hidden_act": "silu",
+        "hidden_dropout": 0.0,
+        "hidden_size": 4,             # 2048
+        "initializer_range": 0.02,
+        "intermediate_size": 32,      # 5632
+        "layer_norm_eps": 1e-05,
+        "max_position_embeddings": 4096,
+        "model_type": "stablelm",
+        "num_attention_heads": 1,     # 32
+        "num_hidden_layers": 2,       # 24
+        "num_key_value_heads": 1,     # 32
+        "partial_rotary_factor": 0.5, # 0.25 (0.25 of a 4-wide head is 1 rotary dim, which transformers' rotary can not do)
+        "rope_theta": 10000,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float16",
+        "transformers_version": "4.38.0",
+        "use_cache": True,
+        "use_qkv_bias": True,
+        "vocab_size": 50257,          # 100352
+    })
+
+FIXTURES["olmo2"] = dict(
+    cls="Olmo2ForCausalLM", source="allenai/OLMo-2-1124-7B", tokenizer="gpt2",
+    tokenizer_overrides={"tokenizer_config.json": GPT2_CLASS_OVERRIDE},
+    dtype="bfloat16", seed=121, norm="one",
+    why="post-norms (post_attention_layernorm, post_feedforward_layernorm) instead of pre-norms, q_norm/k_norm over "
+        "the whole projection, untied; BF16 (the real one is F32) and hidden 4 because of the 50257-token vocab",
+    config={
+        "architectures": ["Olmo2ForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "eos_token_id": 50256,        # 100257
+        "hidden_act": "silu",
+        "hidden_size": 4,             # 4096
+        "initializer_range": 0.02,
+        "intermediate_size": 32,      # 11008
+        "max_position_embeddings": 4096,
+        "model_type": "olmo2",
+        "num_attention_heads": 2,     # 32
+        "num_hidden_layers": 2,       # 32
+        "num_key_value_heads": 2,     # 32
+        "pad_token_id": 50256,        # 100277
+        "rms_norm_eps": 1e-06,
+        "rope_scaling": None,
+        "rope_theta": 500000,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",    # float32
+        "transformers_version": "4.47.0.dev0",
+        "use_cache": True,
+        "vocab_size": 50257,          # 100352
+    })
+
+FIXTURES["granite"] = dict(
+    cls="GraniteForCausalLM", source="ibm-granite/granite-3.3-2b-instruct", tokenizer="tok512",
+    dtype="bfloat16", seed=122, norm="one",
+    # tok512, not the GPT-2 tokenizer: LlamaModel.set_vocab tries LlamaHfVocab before the GPT-2 routine, and
+    # gguf-py's LlamaHfVocab fails with KeyError 'type' on our GPT-2 tokenizer.json (its model has no "type").
+    why="Llama layout (Q/K permuted) with attention/embedding/residual multipliers and logits scaling, GQA, tied",
+    config={
+        "architectures": ["GraniteForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "attention_multiplier": 0.015625,
+        "bos_token_id": 1,            # 0 (tok512 ids)
+        "embedding_multiplier": 12.0,
+        "eos_token_id": 2,            # 0
+        "hidden_act": "silu",
+        "hidden_size": 64,            # 2048
+        "initializer_range": 0.02,
+        "intermediate_size": 128,     # 8192
+        "logits_scaling": 8.0,
+        "max_position_embeddings": 131072,
+        "mlp_bias": False,
+        "model_type": "granite",
+        "num_attention_heads": 4,     # 32
+        "num_hidden_layers": 2,       # 40
+        "num_key_value_heads": 1,     # 8
+        "pad_token_id": 0,
+        "residual_multiplier": 0.22,
+        "rms_norm_eps": 1e-05,
+        "rope_scaling": None,
+        "rope_theta": 10000000.0,
+        "tie_word_embeddings": True,
+        "torch_dtype": "bfloat16",
+        "transformers_version": "4.49.0",
+        "use_cache": True,
+        "vocab_size": 512,            # 49159
+    })
+
+FIXTURES["smollm3"] = dict(
+    cls="SmolLM3ForCausalLM", source="HuggingFaceTB/SmolLM3-3B", tokenizer="tok512",
+    dtype="bfloat16", seed=123, norm="one",
+    why="Llama layout (Q/K permuted) with NoPE layers (no_rope_layers; every 4th layer without rotary), GQA, tied",
+    config={
+        "architectures": ["SmolLM3ForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": None,
+        "eos_token_id": 2,            # 128012 (tok512 ids)
+        "hidden_act": "silu",
+        "hidden_size": 64,            # 2048
+        "initializer_range": 0.02,
+        "intermediate_size": 128,     # 11008
+        "layer_types": ["full_attention"] * 4,  # 36 entries
+        "max_position_embeddings": 65536,
+        "max_window_layers": 4,       # 28
+        "mlp_bias": False,
+        "model_type": "smollm3",
+        "no_rope_layer_interval": 4,
+        "no_rope_layers": [1, 1, 1, 0],  # the first 4 of the 36
+        "num_attention_heads": 4,     # 16
+        "num_hidden_layers": 4,       # 36
+        "num_key_value_heads": 2,     # 4
+        "pad_token_id": 0,            # 128004
+        "pretraining_tp": 2,
+        "rms_norm_eps": 1e-06,
+        "rope_scaling": None,
+        "rope_theta": 5000000.0,
+        "sliding_window": None,
+        "tie_word_embeddings": True,
+        "torch_dtype": "bfloat16",
+        "transformers_version": "4.54.0.dev0",
+        "use_cache": True,
+        "use_sliding_window": False,
+        "vocab_size": 512,            # 128256
     })
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
