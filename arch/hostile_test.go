@@ -174,6 +174,10 @@ func TestHostileConfig(t *testing.T) {
 		// reported as no architectures or as architecture "".
 		{"IssueArchitecturesType", `"architectures":"LlamaForCausalLM"`, "new", Input{}, `config.json: architectures: "LlamaForCausalLM" is not a list of model class names`},
 		{"architectures of numbers", `"architectures":[5]`, "new", Input{}, `config.json: architectures[0]: 5 is not a model class name`},
+		// IssueRopeScalingType: a rope_scaling that is not an object was
+		// ignored, where the converter fails on it.
+		{"IssueRopeScalingType", llama + `,"rope_scaling":"linear"`, "new", Input{}, `config.json: rope_scaling: "linear" is not an object`},
+		{"rope_parameters as a list", llama + `,"rope_parameters":[1]`, "new", Input{}, `config.json: rope_parameters: an array of 1 is not an object`},
 		{"block past the count", llama, "modify", Input{Name: "model.layers.7.mlp.up_proj.weight", Shape: []int64{4, 4}}, `block 7, but config.json has 1 blocks`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -40,6 +40,14 @@ func newText(arch string, h HParams, dir string) (text, error) {
 		t.hfArch, _ = archs[0].(string)
 	}
 	t.rope = map[string]any{}
+	for _, key := range []string{"rope_parameters", "rope_scaling"} {
+		if v := h[key]; v != nil {
+			if _, ok := v.(map[string]any); !ok {
+				// The converter calls .get on it.
+				return text{}, &ConfigError{Key: key, Value: v, Msg: "is not an object"}
+			}
+		}
+	}
 	src, _ := h["rope_parameters"].(map[string]any)
 	if src == nil {
 		src, _ = h["rope_scaling"].(map[string]any)
