@@ -79,9 +79,11 @@ var derivedKeys = map[string][]derivation{
 	// FalconConfig: num_kv_heads = num_attention_heads when None (also
 	// for a multi_query config).
 	"falcon":  {deriveFalconKVHeads},
+	"olmo":    {deriveKVHeads},
 	"olmo2":   {deriveKVHeads},
 	"granite": {deriveKVHeads},
 	"smollm3": {deriveKVHeads},
+	"cohere":  {deriveKVHeads},
 }
 
 // A derivation sets a key the config class computes from others.

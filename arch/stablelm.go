@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(newStableLM, "StableLmForCausalLM", "StableLMEpochForCausalLM")
+	register(newStableLM, "StableLmForCausalLM")
 }
 
 // stablelm is StableLMModel (conversion/stablelm.py): LayerNorms with

@@ -117,6 +117,19 @@ func TestWave2Params(t *testing.T) {
 		{"granite defaults: multipliers of 1", `"architectures":["GraniteForCausalLM"],"model_type":"granite"`,
 			map[string]any{"granite.attention.scale": float32(1), "granite.logit_scale": float32(1),
 				"granite.attention.head_count_kv": uint32(4)}},
+		{"gpt_bigcode: one KV head, 4 × n_embd", `"architectures":["GPTBigCodeForCausalLM"],"model_type":"gpt_bigcode","n_embd":8,"n_head":2,"multi_query":false`,
+			map[string]any{"starcoder.attention.head_count_kv": uint32(1), "starcoder.feed_forward_length": uint32(32),
+				"starcoder.context_length": uint32(1024), "starcoder.attention.layer_norm_epsilon": float32(1e-5)}},
+		{"olmo with clip_qkv", `"architectures":["OlmoForCausalLM"],"model_type":"olmo","clip_qkv":8.0`,
+			map[string]any{"olmo.attention.clamp_kqv": float32(8), "olmo.attention.layer_norm_epsilon": float32(1e-5),
+				"olmo.attention.head_count_kv": uint32(4)}},
+		{"olmo without clip_qkv", `"architectures":["OlmoForCausalLM"],"model_type":"olmo"`,
+			map[string]any{"olmo.attention.clamp_kqv": nil, "olmo.rope.freq_base": float32(10000)}},
+		{"command-r: context from model_max_length", `"architectures":["CohereForCausalLM"],"model_type":"cohere","model_max_length":131072`,
+			map[string]any{"command-r.context_length": uint32(131072), "command-r.logit_scale": float32(0.0625),
+				"command-r.rope.scaling.type": "none", "command-r.rope.freq_base": float32(500000)}},
+		{"command-r without model_max_length", `"architectures":["CohereForCausalLM"],"model_type":"cohere","logit_scale":0.125`,
+			map[string]any{"command-r.context_length": uint32(256), "command-r.logit_scale": float32(0.125)}},
 		{"smollm3 rope base: SmolLM3Config's", `"architectures":["SmolLM3ForCausalLM"],"model_type":"smollm3"`,
 			map[string]any{"smollm3.rope.freq_base": float32(2e6), "smollm3.rope.dimension_count": uint32(16),
 				"smollm3.vocab_size": uint32(100)}},
@@ -205,5 +218,43 @@ func TestGraniteFilterAndTruthy(t *testing.T) {
 		if got := truthy(h["v"]); got != tc.want {
 			t.Errorf("truthy(%s) = %v", tc.js, got)
 		}
+	}
+}
+
+// TestOlmoPermute checks that OlmoModel permutes Q and K weights (K with
+// the KV head count) and leaves biases alone.
+func TestOlmoPermute(t *testing.T) {
+	const cfg = `{"architectures":["OlmoForCausalLM"],"model_type":"olmo","num_hidden_layers":1,` +
+		`"hidden_size":8,"num_attention_heads":2,"num_key_value_heads":1}`
+	m, err := New(hp(t, cfg), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		rows  int64
+		heads int64
+	}{{"model.layers.0.self_attn.q_proj.weight", 8, 2}, {"model.layers.0.self_attn.k_proj.weight", 4, 1}} {
+		outs, err := m.Modify(Input{Name: tc.name, Shape: []int64{tc.rows, 8}}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := permuteQK([]int64{tc.rows, 8}, tc.heads, tc.heads)
+		src := seq(int(tc.rows * 8))
+		got, err := outs[0].Build([][]float32{src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := want([][]float32{src})
+		if !slices.Equal(got, w) {
+			t.Errorf("%s: not permuted for %d heads", tc.name, tc.heads)
+		}
+	}
+	outs, err := m.Modify(Input{Name: "model.layers.0.self_attn.q_proj.bias", Shape: []int64{8}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outs[0].Build != nil {
+		t.Error("q_proj.bias transformed")
 	}
 }

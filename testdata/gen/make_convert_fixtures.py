@@ -918,6 +918,119 @@ FIXTURES["smollm3"] = dict(
         "vocab_size": 512,            # 128256
     })
 
+FIXTURES["starcoder"] = dict(
+    cls="GPTBigCodeForCausalLM", source="bigcode/gpt_bigcode-santacoder", tokenizer="gpt2",
+    tokenizer_overrides={"tokenizer_config.json": GPT2_CLASS_OVERRIDE},
+    dtype="float16", seed=124, norm="one",
+    why="GPT-BigCode (StarCoder 1, SantaCoder): multi-query fused c_attn (n_embd + 2 head rows) as plain Linear "
+        "layers, learned positions, LayerNorm biases, tied; head_count_kv written as 1 and feed-forward length as "
+        "4 × n_embd by the converter; F16 (the real one is F32) and hidden 8 because of the 50257-token vocab",
+    config={
+        "activation_function": "gelu_fast",
+        "architectures": ["GPTBigCodeForCausalLM"],
+        "attention_softmax_in_fp32": True,
+        "attn_pdrop": 0.1,
+        "bos_token_id": 50256,        # 49152 (GPT-2 ids)
+        "embd_pdrop": 0.1,
+        "eos_token_id": 50256,        # 49152
+        "inference_runner": 0,
+        "initializer_range": 0.02,
+        "layer_norm_epsilon": 1e-05,
+        "max_batch_size": None,
+        "max_sequence_length": None,
+        "model_type": "gpt_bigcode",
+        "multi_query": True,
+        "n_embd": 8,                  # 2048
+        "n_head": 2,                  # 16
+        "n_inner": 32,                # 8192
+        "n_layer": 2,                 # 24
+        "n_positions": 2048,
+        "pad_key_length": True,
+        "pre_allocate_kv_cache": False,
+        "resid_pdrop": 0.1,
+        "scale_attention_softmax_in_fp32": True,
+        "scale_attn_weights": True,
+        "summary_activation": None,
+        "summary_first_dropout": 0.1,
+        "summary_proj_to_labels": True,
+        "summary_type": "cls_index",
+        "summary_use_proj": True,
+        "torch_dtype": "float32",
+        "transformers_version": "4.27.0.dev0",
+        "use_cache": True,
+        "validate_runner_input": True,
+        "vocab_size": 50257,          # 49280
+    })
+
+FIXTURES["olmo"] = dict(
+    cls="OlmoForCausalLM", source="allenai/OLMo-1.7-7B-hf", tokenizer="gpt2",
+    tokenizer_overrides={"tokenizer_config.json": GPT2_CLASS_OVERRIDE},
+    dtype="bfloat16", seed=125, norm="one",
+    why="non-parametric LayerNorms (no norm tensors at all; the converter writes eps 1e-5), Q/K permuted like Llama, "
+        "clip_qkv → clamp_kqv, untied, vocab padded past the tokenizer (50304 > 50257); BF16 (the real one is F32) "
+        "and hidden 4 because of the vocab",
+    config={
+        "architectures": ["OlmoForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": None,
+        "clip_qkv": 8.0,
+        "eos_token_id": 50256,        # 50279
+        "hidden_act": "silu",
+        "hidden_size": 4,             # 4096
+        "initializer_range": 0.02,
+        "intermediate_size": 32,      # 11008
+        "max_position_embeddings": 4096,
+        "model_type": "olmo",
+        "num_attention_heads": 2,     # 32
+        "num_hidden_layers": 2,       # 32
+        "num_key_value_heads": 2,     # 32
+        "pad_token_id": 1,
+        "pretraining_tp": 1,
+        "rope_scaling": None,
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",    # float32
+        "transformers_version": "4.40.0.dev0",
+        "use_cache": True,
+        "vocab_size": 50304,
+    })
+
+FIXTURES["commandr"] = dict(
+    cls="CohereForCausalLM", source="CohereForAI/c4ai-command-r-v01", tokenizer="gpt2",
+    tokenizer_overrides={"tokenizer_config.json": GPT2_CLASS_OVERRIDE},
+    dtype="float16", seed=126, norm="one",
+    why="parallel attention + MLP off one bias-free LayerNorm, logit_scale, tied by CohereConfig's default, "
+        "context length from model_max_length (the converter prefers it to max_position_embeddings), rope scaling "
+        "type none; hidden 8 because of the 50257-token vocab",
+    config={
+        "architectures": ["CohereForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": 50256,        # 5 (GPT-2 ids)
+        "eos_token_id": 50256,        # 255001
+        "hidden_act": "silu",
+        "hidden_size": 8,             # 8192
+        "initializer_range": 0.02,
+        "intermediate_size": 32,      # 22528
+        "layer_norm_eps": 1e-05,
+        "logit_scale": 0.0625,
+        "max_position_embeddings": 8192,
+        "model_max_length": 131072,
+        "model_type": "cohere",
+        "num_attention_heads": 2,     # 64
+        "num_hidden_layers": 2,       # 40
+        "num_key_value_heads": 2,     # 64
+        "pad_token_id": 0,
+        "rope_scaling": None,
+        "rope_theta": 8000000.0,
+        "torch_dtype": "float16",
+        "transformers_version": "4.38.2",
+        "use_cache": True,
+        "use_qk_norm": False,
+        "vocab_size": 50257,          # 256000
+    })
+
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
