@@ -284,6 +284,9 @@ func (j *job) write(ctx context.Context, kvs []gguf.KV, tensors []Tensor, out st
 		sizes[i] = r.Bytes
 	}
 	shardOf, nShards := splitShards(sizes, j.opts.SplitMaxTensors, j.opts.SplitMaxSize, j.opts.NoTensorFirstSplit)
+	if err := checkShards(nShards); err != nil {
+		return nil, err
+	}
 	rep.Outputs = shardNames(out, nShards)
 	rep.Output = rep.Outputs[0]
 	if j.opts.OnStart != nil {
@@ -395,6 +398,17 @@ func splitShards(sizes []uint64, maxTensors int, maxSize int64, smallFirst bool)
 		bytes += sz
 	}
 	return out, shard + 1
+}
+
+// maxShards is the most shards a split output can number: split.count is
+// a uint16 (gguf-py's struct.pack("<H") refuses more).
+const maxShards = 1<<16 - 1
+
+func checkShards(n int) error {
+	if n > maxShards {
+		return fmt.Errorf("convert: the split options give %d shards, more than split.count can number (%d)", n, maxShards)
+	}
+	return nil
 }
 
 // shardNames is gguf-py's format_shard_names: one file keeps its name,

@@ -437,3 +437,25 @@ func TestCancelLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestIssueShardCount: one tensor per shard of a model with more than
+// 65535 tensors gave split.count and split.no uint16 values that wrapped
+// around; the split is refused instead. The model (65536 blocks of one
+// norm each) also converts through the name map without spelling out its
+// blocks.
+func TestIssueShardCount(t *testing.T) {
+	const blocks = 1 << 16
+	ts := []stTensor{{name: "model.embed_tokens.weight", shape: []int64{512, 16}}}
+	for b := range blocks {
+		ts = append(ts, stTensor{name: fmt.Sprintf("model.layers.%d.input_layernorm.weight", b), shape: []int64{1}})
+	}
+	config := strings.Replace(tinyLlamaConfig, `"num_hidden_layers":1`, fmt.Sprintf(`"num_hidden_layers":%d`, blocks), 1)
+	dir := modelFolder(t, config, ts)
+	for _, outType := range []string{"f32", "Q8_0"} {
+		_, err := Run(context.Background(), dir, Options{OutType: outType, DryRun: true, SplitMaxTensors: 1, OutFile: filepath.Join(t.TempDir(), "m.gguf")})
+		want := "convert: the split options give 65537 shards, more than split.count can number (65535)"
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: error %v, want %s", outType, err, want)
+		}
+	}
+}

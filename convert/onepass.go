@@ -56,6 +56,9 @@ func (j *job) runQuantized(ctx context.Context, kvs []gguf.KV, tensors []Tensor,
 		return nil, err
 	}
 	shardOf, nShards := splitShards(sizes, j.opts.SplitMaxTensors, j.opts.SplitMaxSize, j.opts.NoTensorFirstSplit)
+	if err := checkShards(nShards); err != nil {
+		return nil, err
+	}
 	if nShards > 1 {
 		// Present the conversion as a split F32 model whose shards are the
 		// output's, in the planned order: requantize keeps the split.
