@@ -110,6 +110,11 @@ func (m *falcon) Modify(in Input, bid int) ([]Output, error) {
 	// The converter views the tensor as (nKV, group, headDim, hidden): a
 	// matrix of that many rows of hidden values (a bias does not fit).
 	if len(in.Shape) != 2 || in.Shape[0] != nKV*group*headDim || in.Shape[1] != hidden {
+		if len(in.Shape) == 2 && nKV == nHead && nHead > 1 && in.Shape[0] == (nHead+2)*headDim {
+			// falcon-7b: multi_query without num_kv_heads, which
+			// FalconConfig sets to the head count.
+			return nil, fmt.Errorf("%s: shape %v holds one KV head, but num_kv_heads is %d (FalconConfig's default, the head count); llama.cpp's converter fails on this checkpoint too", in.Name, in.Shape, nKV)
+		}
 		return nil, fmt.Errorf("%s: shape %v is not %d KV groups of %d heads of %d rows of %d", in.Name, in.Shape, nKV, group, headDim, hidden)
 	}
 	var order []int64
