@@ -84,6 +84,7 @@ var derivedKeys = map[string][]derivation{
 	"granite": {deriveKVHeads},
 	"smollm3": {deriveKVHeads},
 	"cohere":  {deriveKVHeads},
+	"exaone4": {deriveExaone4LayerTypes},
 }
 
 // A derivation sets a key the config class computes from others.

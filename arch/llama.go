@@ -136,8 +136,13 @@ func (m *llama) Finish() error { return m.experts.finish() }
 
 // Extra is LlamaModel.generate_extra_tensors: llama3 rope scaling becomes
 // the rope_freqs tensor of per-frequency factors.
-func (m *llama) Extra() ([]Output, error) {
-	rp := m.ropeParams()
+func (m *llama) Extra() ([]Output, error) { return m.llama3RopeFreqs(8) }
+
+// llama3RopeFreqs is the rope_freqs tensor of llama3 rope scaling, as
+// LlamaModel and Exaone4Model generate it; they differ only in the scaling
+// factor a config without one gets (factorDefault).
+func (t *text) llama3RopeFreqs(factorDefault float64) ([]Output, error) {
+	rp := t.ropeParams()
 	if len(rp) == 0 {
 		return nil, nil
 	}
@@ -160,11 +165,11 @@ func (m *llama) Extra() ([]Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	dim, err := headDim(m.h)
+	dim, err := headDim(t.h)
 	if err != nil {
 		return nil, err
 	}
-	factor, err := get("factor", 8)
+	factor, err := get("factor", factorDefault)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +191,7 @@ func (m *llama) Extra() ([]Output, error) {
 		return nil, &ConfigError{Key: "head_dim", Value: dim, Msg: fmt.Sprintf("is not a head size for llama3 rope factors (1 to %d)", maxRopeDims)}
 	}
 	factors := llama3RopeFactors(base, int(dim), factor, lowFF, highFF, oldCtx)
-	name, err := m.names.Format(KindRopeFreqs, -1, ".weight")
+	name, err := t.names.Format(KindRopeFreqs, -1, ".weight")
 	if err != nil {
 		return nil, err
 	}

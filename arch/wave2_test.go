@@ -258,3 +258,60 @@ func TestOlmoPermute(t *testing.T) {
 		t.Error("q_proj.bias transformed")
 	}
 }
+
+func TestExaone4(t *testing.T) {
+	const base = `"architectures":["Exaone4ForCausalLM"],"model_type":"exaone4","num_hidden_layers":4,"hidden_size":64,` +
+		`"num_attention_heads":4,"head_dim":16,"vocab_size":100`
+	pattern := func(t *testing.T, cfg string) ([]bool, error) {
+		t.Helper()
+		m, err := New(hp(t, "{"+base+","+cfg+"}"), "")
+		if err != nil {
+			return nil, err
+		}
+		kvs, err := m.Params(gguf.FileTypeF16)
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range kvs {
+			if kv.Key == "exaone4.attention.sliding_window_pattern" {
+				p, _ := kv.Value.Any().([]bool)
+				return p, nil
+			}
+		}
+		return nil, nil
+	}
+	for _, tc := range []struct {
+		name, cfg string
+		want      []bool
+	}{
+		{"derived from the default period 4", `"sliding_window":128`, []bool{true, true, true, false}},
+		{"derived from period 2", `"sliding_window":128,"sliding_window_pattern":2`, []bool{true, false, true, false}},
+		{"layer_types", `"layer_types":["full_attention","sliding_attention","full_attention","sliding_attention"]`, []bool{false, true, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := pattern(t, tc.cfg)
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("pattern %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	// Exaone4Config raises on these (the converter then reads config.json
+	// without the class's defaults): refused.
+	for _, cfg := range []string{`"sliding_window":null`, `"sliding_window":128,"sliding_window_pattern":"LLLG"`} {
+		if _, err := pattern(t, cfg); err == nil || !strings.Contains(err.Error(), "layer_types") {
+			t.Errorf("%s: %v", cfg, err)
+		}
+	}
+	// llama3 rope factors with Exaone4Model's default factor of 16.
+	m, err := New(hp(t, "{"+base+`,"sliding_window":128,"rope_scaling":{"rope_type":"llama3","original_max_position_embeddings":8192}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := m.Extra()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := llama3RopeFactors(10000, 16, 16, 1, 4, 8192); len(outs) != 1 || outs[0].Name != "rope_freqs.weight" || !slices.Equal(outs[0].Data, want) {
+		t.Errorf("rope factors %+v, want %v", outs, want)
+	}
+}

@@ -1031,6 +1031,48 @@ FIXTURES["commandr"] = dict(
         "vocab_size": 50257,          # 256000
     })
 
+FIXTURES["exaone4"] = dict(
+    cls="Exaone4ForCausalLM", source="LGAI-EXAONE/EXAONE-4.0-32B", tokenizer="gpt2",
+    tokenizer_overrides={"tokenizer_config.json": GPT2_CLASS_OVERRIDE},
+    dtype="bfloat16", seed=127, norm="one",
+    why="hybrid attention (3 sliding-window layers to 1 global: sliding_window + per-layer pattern from layer_types), "
+        "q_norm/k_norm, post-norms only, llama3 rope scaling → rope_freqs (Exaone4Model's own factor default 16), "
+        "GQA, vocab_size key; tied (the real one is untied) and hidden 8 because of the 50257-token vocab",
+    config={
+        "architectures": ["Exaone4ForCausalLM"],
+        "attention_dropout": 0.0,
+        "bos_token_id": 50256,        # 1 (GPT-2 ids)
+        "eos_token_id": 50256,        # 361
+        "head_dim": 4,                # 128
+        "hidden_act": "silu",
+        "hidden_size": 8,             # 5120
+        "initializer_range": 0.02,
+        "intermediate_size": 32,      # 27392
+        "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"],  # 64 entries, LLLG
+        "max_position_embeddings": 131072,
+        "model_type": "exaone4",
+        "num_attention_heads": 2,     # 40
+        "num_hidden_layers": 4,       # 64
+        "num_key_value_heads": 1,     # 8
+        "pad_token_id": 0,
+        "rms_norm_eps": 1e-05,
+        "rope_scaling": {
+            "factor": 16.0,
+            "high_freq_factor": 4.0,
+            "low_freq_factor": 1.0,
+            "original_max_position_embeddings": 8192,
+            "rope_type": "llama3",
+        },
+        "rope_theta": 1000000,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 4,
+        "tie_word_embeddings": True,  # false
+        "torch_dtype": "bfloat16",
+        "transformers_version": "4.54.0.dev0",
+        "use_cache": True,
+        "vocab_size": 50257,          # 102400
+    })
+
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
