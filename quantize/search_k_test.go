@@ -113,3 +113,113 @@ func TestMakeQXQuantsGeneric(t *testing.T) {
 		}
 	}
 }
+
+// makeQKXQuantsRef is make_qkx2_quants line by line, every trial computed
+// in full: the plain form makeQKXQuants is checked against.
+func makeQKXQuantsRef(nmax int, x, weights []float32, L []uint8, rmin, rdelta float32, nstep int, useMAD bool) (float32, float32) {
+	n := len(x)
+	var Laux [maxGroup]uint8
+	minv, maxv := x[0], x[0]
+	sumW := weights[0]
+	sumX := float32(sumW * x[0])
+	for i := 1; i < n; i++ {
+		if x[i] < minv {
+			minv = x[i]
+		}
+		if x[i] > maxv {
+			maxv = x[i]
+		}
+		sumW += weights[i]
+		sumX += float32(weights[i] * x[i])
+	}
+	if minv > 0 {
+		minv = 0
+	}
+	if maxv == minv {
+		clear(L[:n])
+		return 0, -minv
+	}
+	level := func(iscale, v, minv float32) uint8 {
+		return uint8(max(0, min(int32(nmax), nearestInt(float32(iscale*(v-minv))))))
+	}
+	errOf := func(l []uint8, scale, minv float32) float32 {
+		var e float32
+		for i, v := range x {
+			diff := float32(float32(scale*float32(l[i]))+minv) - v
+			if useMAD {
+				diff = abs32(diff)
+			} else {
+				diff = float32(diff * diff)
+			}
+			e += float32(weights[i] * diff)
+		}
+		return e
+	}
+	iscale := float32(nmax) / (maxv - minv)
+	scale := 1 / iscale
+	for i, v := range x {
+		L[i] = level(iscale, v, minv)
+	}
+	bestErr := errOf(L, scale, minv)
+	for is := 0; is <= nstep; is++ {
+		iscale = (float32(rmin+float32(rdelta*float32(is))) + float32(nmax)) / (maxv - minv)
+		var sumL, sumL2, sumXL float32
+		for i, v := range x {
+			l := level(iscale, v, minv)
+			Laux[i] = l
+			wl := float32(weights[i] * float32(l))
+			sumL += wl
+			sumL2 += float32(wl * float32(l))
+			sumXL += float32(wl * v)
+		}
+		d := float32(sumW*sumL2) - float32(sumL*sumL)
+		if d > 0 {
+			thisScale := (float32(sumW*sumXL) - float32(sumX*sumL)) / d
+			thisMin := (float32(sumL2*sumX) - float32(sumL*sumXL)) / d
+			if thisMin > 0 {
+				thisMin = 0
+				thisScale = sumXL / sumL2
+			}
+			if e := errOf(Laux[:n], thisScale, thisMin); e < bestErr {
+				copy(L, Laux[:n])
+				bestErr = e
+				scale, minv = thisScale, thisMin
+			}
+		}
+	}
+	return scale, -minv
+}
+
+// TestMakeQKXQuants compares makeQKXQuants, with its skipped trials, with
+// make_qkx2_quants computed in full, on the parameters ggml's callers use:
+// same scale and min bits, same levels.
+func TestMakeQKXQuants(t *testing.T) {
+	type params struct {
+		nmax, n      int
+		rmin, rdelta float32
+		nstep        int
+		mad          bool
+	}
+	ps := []params{
+		{3, 16, -0.5, 0.1, 15, true}, {3, 16, -0.9, 0.05, 36, false}, {15, 32, -1, 0.1, 20, false},
+		{31, 32, -0.5, 0.1, 15, false}, {15, 32, -0.9, 0.05, 36, false}, {31, 32, -0.9, 0.05, 36, false},
+	}
+	r := rand.New(rand.NewPCG(9, 99))
+	for it := range 100000 {
+		p := ps[r.IntN(len(ps))]
+		x := qxTestGroup(r, p.n)
+		w := make([]float32, p.n)
+		for i := range w {
+			w[i] = float32(r.ExpFloat64())
+			if r.IntN(3) == 0 {
+				w[i] = float32(x[i] * x[i])
+			}
+		}
+		var L1, L2, Laux [maxGroup]uint8
+		s1, m1 := makeQKXQuantsRef(p.nmax, x, w, L1[:], p.rmin, p.rdelta, p.nstep, p.mad)
+		s2, m2 := makeQKXQuants(p.nmax, x, w, L2[:], Laux[:], p.rmin, p.rdelta, p.nstep, p.mad)
+		if math.Float32bits(s1) != math.Float32bits(s2) || math.Float32bits(m1) != math.Float32bits(m2) || L1 != L2 {
+			t.Fatalf("iter %d %+v x %v w %v:\ngot  %v %v %v\nwant %v %v %v", it, p, x, w, s2, m2, L2[:p.n], s1, m1, L1[:p.n])
+		}
+	}
+}
