@@ -85,6 +85,8 @@ var derivedKeys = map[string][]derivation{
 	"smollm3": {deriveKVHeads},
 	"cohere":  {deriveKVHeads},
 	"exaone4": {deriveExaone4LayerTypes},
+	// SeedOssConfig: head_dim and num_key_value_heads as LlamaConfig.
+	"seed_oss": {deriveHeadDim, deriveKVHeads},
 }
 
 // A derivation sets a key the config class computes from others.

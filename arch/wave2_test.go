@@ -130,6 +130,8 @@ func TestWave2Params(t *testing.T) {
 				"command-r.rope.scaling.type": "none", "command-r.rope.freq_base": float32(500000)}},
 		{"command-r without model_max_length", `"architectures":["CohereForCausalLM"],"model_type":"cohere","logit_scale":0.125`,
 			map[string]any{"command-r.context_length": uint32(256), "command-r.logit_scale": float32(0.125)}},
+		{"seed_oss without head_dim: derived", `"architectures":["SeedOssForCausalLM"],"model_type":"seed_oss","head_dim":null,"num_key_value_heads":null`,
+			map[string]any{"seed_oss.attention.key_length": uint32(16), "seed_oss.attention.head_count_kv": uint32(4)}},
 		{"smollm3 rope base: SmolLM3Config's", `"architectures":["SmolLM3ForCausalLM"],"model_type":"smollm3"`,
 			map[string]any{"smollm3.rope.freq_base": float32(2e6), "smollm3.rope.dimension_count": uint32(16),
 				"smollm3.vocab_size": uint32(100)}},

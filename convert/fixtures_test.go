@@ -117,7 +117,7 @@ var wave1 = []string{"LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausal
 // wave2 lists the wave-2 architectures, each of which needs a fixture too.
 var wave2 = []string{"PhiForCausalLM", "FalconForCausalLM", "StableLmForCausalLM", "Olmo2ForCausalLM",
 	"GraniteForCausalLM", "SmolLM3ForCausalLM", "GPTBigCodeForCausalLM", "OlmoForCausalLM", "CohereForCausalLM",
-	"Exaone4ForCausalLM"}
+	"Exaone4ForCausalLM", "SeedOssForCausalLM"}
 
 func TestFixtures(t *testing.T) {
 	mans, _ := filepath.Glob(filepath.Join(fixtures, "*", "manifest.json"))

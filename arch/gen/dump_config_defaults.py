@@ -26,7 +26,7 @@ from transformers import CONFIG_MAPPING, PretrainedConfig
 
 MODEL_TYPES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
                "gemma3_text", "phi3", "gpt2", "starcoder2", "bert",
-               "phi", "falcon", "stablelm", "olmo2", "granite", "smollm3", "gpt_bigcode", "olmo", "cohere", "exaone4"]
+               "phi", "falcon", "stablelm", "olmo2", "granite", "smollm3", "gpt_bigcode", "olmo", "cohere", "exaone4", "seed_oss"]
 
 
 def plain(v):

@@ -17,7 +17,7 @@ from gguf.tensor_mapping import TensorNameMap
 
 ARCHS = ["llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
          "phi3", "gpt2", "gptneox", "starcoder2", "bert",
-         "phi2", "falcon", "stablelm", "olmo2", "granite", "smollm3", "starcoder", "olmo", "command-r", "exaone4"]
+         "phi2", "falcon", "stablelm", "olmo2", "granite", "smollm3", "starcoder", "olmo", "command-r", "exaone4", "seed_oss"]
 
 names = {v: k for k, v in gguf.MODEL_ARCH_NAMES.items()}
 out = {"source": "gguf-py 0.19.0 (llama.cpp 0c1e570) gguf/tensor_mapping.py, gguf/constants.py", "archs": {}}

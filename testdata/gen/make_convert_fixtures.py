@@ -1073,6 +1073,42 @@ FIXTURES["exaone4"] = dict(
         "vocab_size": 50257,          # 102400
     })
 
+FIXTURES["seedoss"] = dict(
+    cls="SeedOssForCausalLM", source="ByteDance-Seed/Seed-OSS-36B-Instruct", tokenizer="gpt2",
+    tokenizer_overrides={"tokenizer_config.json": GPT2_CLASS_OVERRIDE},
+    dtype="bfloat16", seed=128, norm="one",
+    why="TextModel unchanged: q/k/v biases without an output-projection bias, head_dim independent of hidden, GQA, "
+        "rope_scaling of type default (no scaling keys), untied; hidden 4 because of the 50257-token vocab",
+    config={
+        "architectures": ["SeedOssForCausalLM"],
+        "attention_bias": True,
+        "attention_dropout": 0.1,
+        "attention_out_bias": False,
+        "bos_token_id": 50256,        # 0 (GPT-2 ids)
+        "eos_token_id": 50256,        # 2
+        "head_dim": 4,                # 128
+        "hidden_act": "silu",
+        "hidden_size": 4,             # 5120
+        "initializer_range": 0.02,
+        "intermediate_size": 32,      # 27648
+        "max_position_embeddings": 524288,
+        "mlp_bias": False,
+        "model_type": "seed_oss",
+        "num_attention_heads": 2,     # 80
+        "num_hidden_layers": 2,       # 64
+        "num_key_value_heads": 1,     # 8
+        "pad_token_id": 1,
+        "residual_dropout": 0.1,
+        "rms_norm_eps": 1e-06,
+        "rope_scaling": {"rope_type": "default"},
+        "rope_theta": 10000000.0,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "transformers_version": "4.55.0",
+        "use_cache": True,
+        "vocab_size": 50257,          # 155136
+    })
+
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
