@@ -290,54 +290,24 @@ func makeQ3Quants(nmax int, x []float32, L []int8) float32 {
 // Speed-up that keeps ggml's result: a trial whose levels and min equal
 // those of the trial before it has the same sums, fit and error, which
 // cannot beat the best error again (it either is the best or lost to it),
-// so it is skipped.
-func makeQKXQuants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMAD bool) (scale, negMin float32) {
+// so it is skipped. makeQKXQuantsGeneric is the plain Go form; with
+// GOEXPERIMENT=simd on amd64 makeQKXQuants runs the squared-error search
+// of 32 values on vectors (simd_amd64.go), with the same result.
+func makeQKXQuantsGeneric(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMAD bool) (scale, negMin float32) {
 	n := len(x)
 	weights, L, Laux = weights[:n], L[:n], Laux[:n]
-	minv, maxv := x[0], x[0]
-	sumW := weights[0]
-	sumX := float32(sumW * x[0])
-	for i := 1; i < n; i++ {
-		v := x[i]
-		if v < minv {
-			minv = v
-		}
-		if v > maxv {
-			maxv = v
-		}
-		w := weights[i]
-		sumW += w
-		sumX += float32(w * v)
-	}
-	if minv > 0 {
-		minv = 0
-	}
-	if maxv == minv {
-		clear(L)
+	minv, maxv, sumW, sumX, scale, bestErr, done := qkxStart(nmax, x, weights, L, useMAD)
+	if done {
 		return 0, -minv
 	}
 	fnmax := float32(nmax)
 	inmax := int32(nmax)
-	iscale := fnmax / (maxv - minv)
-	scale = 1 / iscale
-	var bestErr float32
-	for i, v := range x {
-		l := uint8(min(inmax, max(0, nearestInt(float32(iscale*(v-minv))))))
-		L[i] = l
-		diff := float32(float32(scale*float32(l))+minv) - v
-		if useMAD {
-			diff = abs32(diff)
-		} else {
-			diff = float32(diff * diff)
-		}
-		bestErr += float32(weights[i] * diff)
-	}
 	havePrev := false
 	var prevMin uint32
 	for is := 0; is <= nstep; is++ {
 		// min moves with each accepted fit and ggml recomputes max - min
 		// (and x - min) with it: the search is not over a fixed range.
-		iscale = (float32(rmin+float32(rdelta*float32(is))) + fnmax) / (maxv - minv)
+		iscale := (float32(rmin+float32(rdelta*float32(is))) + fnmax) / (maxv - minv)
 		changed := qkxLevels(Laux, x, minv, iscale, inmax)
 		if havePrev && changed == 0 && math.Float32bits(minv) == prevMin {
 			continue
@@ -367,6 +337,52 @@ func makeQKXQuants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta
 		}
 	}
 	return scale, -minv
+}
+
+// qkxStart is makeQKXQuants up to its loop over the inverse scales: the
+// range (min clamped to at most 0), Σw and Σw·x, the first guess nmax/(max -
+// min) with its levels in L and its error. done reports that max == min; L
+// is cleared then and the scale is 0.
+func qkxStart(nmax int, x, weights []float32, L []uint8, useMAD bool) (minv, maxv, sumW, sumX, scale, bestErr float32, done bool) {
+	n := len(x)
+	weights, L = weights[:n], L[:n]
+	minv, maxv = x[0], x[0]
+	sumW = weights[0]
+	sumX = float32(sumW * x[0])
+	for i := 1; i < n; i++ {
+		v := x[i]
+		if v < minv {
+			minv = v
+		}
+		if v > maxv {
+			maxv = v
+		}
+		w := weights[i]
+		sumW += w
+		sumX += float32(w * v)
+	}
+	if minv > 0 {
+		minv = 0
+	}
+	if maxv == minv {
+		clear(L)
+		return minv, maxv, sumW, sumX, 0, 0, true
+	}
+	inmax := int32(nmax)
+	iscale := float32(nmax) / (maxv - minv)
+	scale = 1 / iscale
+	for i, v := range x {
+		l := uint8(min(inmax, max(0, nearestInt(float32(iscale*(v-minv))))))
+		L[i] = l
+		diff := float32(float32(scale*float32(l))+minv) - v
+		if useMAD {
+			diff = abs32(diff)
+		} else {
+			diff = float32(diff * diff)
+		}
+		bestErr += float32(weights[i] * diff)
+	}
+	return minv, maxv, sumW, sumX, scale, bestErr, false
 }
 
 // The inner loops of makeQKXQuants, kept out of line so that each gets the

@@ -2,7 +2,10 @@
 
 package quantize
 
-import "simd/archsimd"
+import (
+	"math"
+	"simd/archsimd"
+)
 
 // Vector kernels for GOEXPERIMENT=simd builds on amd64 with AVX2, the same
 // bytes as the plain Go forms beside them (simd_test.go compares the two).
@@ -95,4 +98,127 @@ func makeQXQuantsAVX2(nmax int, x []float32, L []int8, qw []float32) float32 {
 	}
 	qxFill(L, x, iscale[chosen], nmax)
 	return scale
+}
+
+func makeQKXQuants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMAD bool) (scale, negMin float32) {
+	if hasAVX2 && !useMAD && len(x) == qkxVec {
+		return makeQKXQuantsAVX(nmax, (*[qkxVec]float32)(x), (*[qkxVec]float32)(weights), L, rmin, rdelta, nstep)
+	}
+	return makeQKXQuantsGeneric(nmax, x, weights, L, Laux, rmin, rdelta, nstep, useMAD)
+}
+
+// qkxVec is the group length makeQKXQuantsAVX takes (Q4_K's and Q5_K's
+// sub-blocks, the legacy Q4_1 and Q5_1 blocks).
+const qkxVec = 32
+
+// makeQKXQuantsAVX is makeQKXQuantsGeneric for the squared error on 32
+// values, with the per-value work of each trial on eight 4-float vectors:
+// the levels, the products of the sums and the error terms. Only the
+// additions of the sums and of the error stay scalar, in ggml's index
+// order; every product is its own VMULPS (no FMA), rounded as ggml's. The
+// 128-bit (VEX) vectors leave the upper register halves clean, so the
+// scalar SSE code between them runs at full speed.
+func makeQKXQuantsAVX(nmax int, x, weights *[qkxVec]float32, L []uint8, rmin, rdelta float32, nstep int) (scale, negMin float32) {
+	L = L[:qkxVec]
+	minv, maxv, sumW, sumX, scale, bestErr, done := qkxStart(nmax, x[:], weights[:], L, false)
+	if done {
+		return 0, -minv
+	}
+	const nv = qkxVec / 4
+	var xs, ws [nv]archsimd.Float32x4
+	for q := range nv {
+		xs[q] = archsimd.LoadFloat32x4((*[4]float32)(x[4*q:]))
+		ws[q] = archsimd.LoadFloat32x4((*[4]float32)(weights[4*q:]))
+	}
+	fnmax := float32(nmax)
+	var cur, prev, best [qkxVec]float32 // levels as floats
+	var pl, pl2, plx, pe [qkxVec]float32
+	accepted, havePrev := false, false
+	var prevMin uint32
+	for is := 0; is <= nstep; is++ {
+		iscale := (float32(rmin+float32(rdelta*float32(is))) + fnmax) / (maxv - minv)
+		qkxLevelsAVX(&cur, &xs, x, minv, iscale, nmax)
+		var changed uint8
+		for q := range nv {
+			c := archsimd.LoadFloat32x4((*[4]float32)(cur[4*q:]))
+			changed |= c.NotEqual(archsimd.LoadFloat32x4((*[4]float32)(prev[4*q:]))).ToBits()
+		}
+		prev = cur
+		if havePrev && changed == 0 && math.Float32bits(minv) == prevMin {
+			continue
+		}
+		havePrev, prevMin = true, math.Float32bits(minv)
+		for q := range nv {
+			f := archsimd.LoadFloat32x4((*[4]float32)(cur[4*q:]))
+			wl := ws[q].Mul(f)
+			wl.Store((*[4]float32)(pl[4*q:]))
+			wl.Mul(f).Store((*[4]float32)(pl2[4*q:]))
+			wl.Mul(xs[q]).Store((*[4]float32)(plx[4*q:]))
+		}
+		var sumL, sumL2, sumXL float32
+		for i := range qkxVec {
+			sumL += pl[i]
+			sumL2 += pl2[i]
+			sumXL += plx[i]
+		}
+		d := float32(sumW*sumL2) - float32(sumL*sumL)
+		if !(d > 0) { // as C's `if (D > 0)`, false for NaN too
+			continue
+		}
+		thisScale := (float32(sumW*sumXL) - float32(sumX*sumL)) / d
+		thisMin := (float32(sumL2*sumX) - float32(sumL*sumXL)) / d
+		if thisMin > 0 {
+			thisMin = 0
+			thisScale = sumXL / sumL2
+		}
+		sb := archsimd.BroadcastFloat32x4(thisScale)
+		tb := archsimd.BroadcastFloat32x4(thisMin)
+		for q := range nv {
+			f := archsimd.LoadFloat32x4((*[4]float32)(cur[4*q:]))
+			diff := sb.Mul(f).Add(tb).Sub(xs[q])
+			ws[q].Mul(diff.Mul(diff)).Store((*[4]float32)(pe[4*q:]))
+		}
+		var curErr float32
+		for _, e := range pe {
+			curErr += e
+		}
+		if curErr < bestErr {
+			best, accepted = cur, true
+			bestErr = curErr
+			scale, minv = thisScale, thisMin
+		}
+	}
+	if accepted {
+		for i, f := range best {
+			L[i] = uint8(f)
+		}
+	}
+	return scale, -minv
+}
+
+// qkxLevelsAVX stores in cur, as floats, the levels MAX(0, MIN(nmax,
+// nearest_int(iscale·(x[i]-minv)))) of the 32 values x, also held in xs.
+// A level is RoundToEven(t) clamped, with t = iscale·(x-min): nearest_int(t)
+// is t rounded to nearest even while |t| < 2^22; where some |t| is not, or
+// is NaN (ggml does not rule out a fitted min close to max), the group
+// takes nearest_int's own wrapped results, value by value. Adding +0 turns
+// the -0 that RoundToEven gives for t in (-0.5, 0) into nearest_int's 0.
+func qkxLevelsAVX(cur *[qkxVec]float32, xs *[qkxVec / 4]archsimd.Float32x4, x *[qkxVec]float32, minv, iscale float32, nmax int) {
+	zero := archsimd.BroadcastFloat32x4(0)
+	top := archsimd.BroadcastFloat32x4(float32(nmax))
+	lim := archsimd.BroadcastFloat32x4(0x1p22)
+	nlim := archsimd.BroadcastFloat32x4(-0x1p22)
+	ib := archsimd.BroadcastFloat32x4(iscale)
+	mb := archsimd.BroadcastFloat32x4(minv)
+	inRange := uint8(0x0F)
+	for q := range qkxVec / 4 {
+		t := ib.Mul(xs[q].Sub(mb))
+		inRange &= t.Less(lim).And(t.Greater(nlim)).ToBits()
+		t.RoundToEven().Max(zero).Min(top).Add(zero).Store((*[4]float32)(cur[4*q:]))
+	}
+	if inRange != 0x0F {
+		for i, v := range x {
+			cur[i] = float32(min(int32(nmax), max(0, nearestInt(float32(iscale*(v-minv))))))
+		}
+	}
 }
