@@ -455,15 +455,7 @@ func TestPlanned(t *testing.T) {
 			opts := Options{ModelName: "m"}
 			if filepath.Base(src) == "llama3tied" {
 				// The fixture's folder lacks its tokenizer: assemble it.
-				var m fixtureManifest
-				b, err := os.ReadFile(filepath.Join(src, "manifest.json"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := json.Unmarshal(b, &m); err != nil {
-					t.Fatal(err)
-				}
-				src = assemble(t, src, &m, false)
+				src = assemble(t, src, loadFixture(t, src), false)
 			}
 			want := convertTo(t, src, Options{OutType: "f32", ModelName: "m"})
 			p, err := Plan(context.Background(), src, opts)

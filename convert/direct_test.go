@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -108,16 +107,9 @@ func TestFirstNonFiniteStored(t *testing.T) {
 // BF16, table to F16, widening to F32, float32 route to Q8_0, one-pass
 // Q4_K_M), and no output or temporary file is left behind.
 func TestDirectRefusesNonFinite(t *testing.T) {
-	var m fixtureManifest
-	b, err := os.ReadFile(filepath.Join(fixtures, "llama3tied", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := loadFixture(t, filepath.Join(fixtures, "llama3tied"))
 	for _, bad := range []uint16{0x7FC0, 0xFF80} {
-		src := assemble(t, filepath.Join(fixtures, "llama3tied"), &m, false)
+		src := assemble(t, filepath.Join(fixtures, "llama3tied"), m, false)
 		st := filepath.Join(src, "model.safetensors")
 		f, err := safetensors.OpenFile(st)
 		if err != nil {

@@ -5,13 +5,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ggufkit/ggufkit/internal/fixture"
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 )
 
@@ -19,18 +19,6 @@ import (
 // made with transformers from shrunken configs of real models, each with
 // the digests of llama.cpp's own conversions (expected-<outtype>.json).
 const fixtures = "../testdata/convert"
-
-type fixtureManifest struct {
-	Fixture      string            `json:"fixture"`
-	Architecture string            `json:"architecture"`
-	DirName      string            `json:"dir_name"`
-	Tokenizer    string            `json:"tokenizer"`
-	Overrides    []string          `json:"tokenizer_overrides"`
-	Files        map[string]string `json:"files"`
-	PyTorchCopy  *struct {
-		File string `json:"file"`
-	} `json:"pytorch_copy"`
-}
 
 type fixtureExpected struct {
 	File struct {
@@ -51,61 +39,25 @@ type fixtureExpected struct {
 	} `json:"tensors"`
 }
 
-// assemble builds the fixture's model folder as its manifest says: its
-// files, the shared tokenizer, the tokenizer overrides; with pytorch the
-// PyTorch copy of the weights instead of model.safetensors.
-func assemble(t *testing.T, dir string, m *fixtureManifest, pytorch bool) string {
+// assemble builds the fixture's model folder in a temporary folder (see
+// fixture.Assemble).
+func assemble(t *testing.T, dir string, m *fixture.Manifest, pytorch bool) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), m.DirName)
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	out, err := fixture.Assemble(dir, m, t.TempDir(), pytorch)
+	if err != nil {
 		t.Fatal(err)
 	}
-	cp := func(src, dst string) {
-		in, err := os.Open(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer in.Close()
-		o, err := os.Create(filepath.Join(out, dst))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(o, in); err != nil {
-			t.Fatal(err)
-		}
-		o.Close()
-	}
-	for f := range m.Files {
-		if strings.HasPrefix(f, "tokenizer-override/") {
-			continue
-		}
-		if pytorch && f == "model.safetensors" {
-			continue
-		}
-		if err := os.MkdirAll(filepath.Join(out, filepath.Dir(f)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cp(filepath.Join(dir, f), f)
-	}
-	if pytorch {
-		cp(filepath.Join(dir, m.PyTorchCopy.File), "pytorch_model.bin")
-	}
-	if m.Tokenizer != "" {
-		tdir := filepath.Join(fixtures, "tokenizers", m.Tokenizer)
-		ents, err := os.ReadDir(tdir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range ents {
-			cp(filepath.Join(tdir, e.Name()), e.Name())
-		}
-	}
-	for f := range m.Files {
-		if name, ok := strings.CutPrefix(f, "tokenizer-override/"); ok {
-			cp(filepath.Join(dir, f), name)
-		}
-	}
 	return out
+}
+
+// loadFixture reads the manifest of the fixture folder dir.
+func loadFixture(t testing.TB, dir string) *fixture.Manifest {
+	t.Helper()
+	m, err := fixture.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // wave1 lists the architectures each of which needs a fixture (issue 6).
@@ -138,14 +90,7 @@ func TestFixtures(t *testing.T) {
 	}()
 	for _, manPath := range mans {
 		dir := filepath.Dir(manPath)
-		var m fixtureManifest
-		b, err := os.ReadFile(manPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
+		m := loadFixture(t, dir)
 		exps, _ := filepath.Glob(filepath.Join(dir, "expected-*.json"))
 		if len(exps) == 0 {
 			t.Errorf("fixture %s has no expected-<outtype>.json", m.Fixture)
@@ -176,7 +121,7 @@ func TestFixtures(t *testing.T) {
 					if err := json.Unmarshal(b, &exp); err != nil {
 						t.Fatal(err)
 					}
-					src := assemble(t, dir, &m, pt)
+					src := assemble(t, dir, m, pt)
 					got := convertTo(t, src, Options{OutType: outtype, ModelName: m.Fixture})
 					data, err := os.ReadFile(got)
 					if err != nil {

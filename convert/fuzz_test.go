@@ -2,7 +2,6 @@ package convert
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime/metrics"
@@ -70,14 +69,7 @@ func linkModel(tb testing.TB, dir, name string) (string, []byte) {
 		return out, []byte(tinyLlamaConfig)
 	}
 	fx := filepath.Join(fixtures, name)
-	b, err := os.ReadFile(filepath.Join(fx, "manifest.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var m fixtureManifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		tb.Fatal(err)
-	}
+	m := loadFixture(tb, fx)
 	var overrides []string
 	for f := range m.Files {
 		if o, ok := strings.CutPrefix(f, "tokenizer-override/"); ok {

@@ -2,72 +2,26 @@ package verify
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/convert"
+	"github.com/ggufkit/ggufkit/internal/fixture"
 )
 
 const fixtures = "../testdata/convert"
 
 // assembleFixture lays out a testdata/convert fixture as a Hugging Face
-// folder, as its manifest's "assemble" says.
+// folder (see fixture.Assemble).
 func assembleFixture(t *testing.T, name string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), name)
-	var m struct {
-		Tokenizer string            `json:"tokenizer"`
-		Files     map[string]string `json:"files"`
+	dir := filepath.Join(fixtures, name)
+	m, err := fixture.Load(dir)
+	if err == nil {
+		dir, err = fixture.Assemble(dir, m, t.TempDir(), false)
 	}
-	raw, err := os.ReadFile(filepath.Join(fixtures, name, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatal(err)
-	}
-	cp := func(src, dst string) {
-		t.Helper()
-		in, err := os.Open(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer in.Close()
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		out, err := os.Create(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Close()
-		if _, err := io.Copy(out, in); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var overrides []string
-	for f := range m.Files {
-		if strings.HasPrefix(f, "tokenizer-override/") {
-			overrides = append(overrides, f)
-			continue
-		}
-		cp(filepath.Join(fixtures, name, f), filepath.Join(dir, f))
-	}
-	if m.Tokenizer != "" {
-		ents, err := os.ReadDir(filepath.Join(fixtures, "tokenizers", m.Tokenizer))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range ents {
-			cp(filepath.Join(fixtures, "tokenizers", m.Tokenizer, e.Name()), filepath.Join(dir, e.Name()))
-		}
-	}
-	for _, f := range overrides {
-		cp(filepath.Join(fixtures, name, f), filepath.Join(dir, strings.TrimPrefix(f, "tokenizer-override/")))
 	}
 	return dir
 }

@@ -4,74 +4,32 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/convert"
 	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/internal/fixture"
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 )
 
 const fixtures = "../../testdata/convert"
 
 // assembleFixture lays out a testdata/convert fixture as a Hugging Face
-// folder in dir, as its manifest's "assemble" says: its files, then its
-// tokenizer's, then the tokenizer overrides.
-func assembleFixture(t *testing.T, name, dir string) {
+// folder in dir (see fixture.Assemble) and returns its path.
+func assembleFixture(t *testing.T, name, dir string) string {
 	t.Helper()
-	var m struct {
-		Tokenizer string            `json:"tokenizer"`
-		Files     map[string]string `json:"files"`
+	src := filepath.Join(fixtures, name)
+	m, err := fixture.Load(src)
+	if err == nil {
+		dir, err = fixture.Assemble(src, m, dir, false)
 	}
-	raw, err := os.ReadFile(filepath.Join(fixtures, name, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatal(err)
-	}
-	cp := func(src, dst string) {
-		t.Helper()
-		in, err := os.Open(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer in.Close()
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		out, err := os.Create(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Close()
-		if _, err := io.Copy(out, in); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for f := range m.Files {
-		if !strings.HasPrefix(f, "tokenizer-override/") {
-			cp(filepath.Join(fixtures, name, f), filepath.Join(dir, f))
-		}
-	}
-	if m.Tokenizer != "" {
-		ents, err := os.ReadDir(filepath.Join(fixtures, "tokenizers", m.Tokenizer))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range ents {
-			cp(filepath.Join(fixtures, "tokenizers", m.Tokenizer, e.Name()), filepath.Join(dir, e.Name()))
-		}
-	}
-	for f := range m.Files {
-		if base, ok := strings.CutPrefix(f, "tokenizer-override/"); ok {
-			cp(filepath.Join(fixtures, name, f), filepath.Join(dir, base))
-		}
-	}
+	return dir
 }
 
 // transformersLogits is a fixture's logits.json and logits.f32:
@@ -112,8 +70,7 @@ func readTransformersLogits(t *testing.T, name string) *transformersLogits {
 // convertFixture converts a fixture to an F32 GGUF with the converter.
 func convertFixture(t *testing.T, name string) *ggufread.File {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), name)
-	assembleFixture(t, name, dir)
+	dir := assembleFixture(t, name, t.TempDir())
 	out := filepath.Join(t.TempDir(), name+".gguf")
 	if _, err := convert.Run(context.Background(), dir, convert.Options{OutType: "f32", OutFile: out, Threads: 2}); err != nil {
 		t.Fatal(err)
