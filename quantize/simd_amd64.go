@@ -36,6 +36,7 @@ func makeQXQuants(nmax int, x []float32, L []int8, qw []float32) float32 {
 // zeros too, and a sum that starts at +0 is not changed by adding a zero of
 // either sign, so the sums are the same.
 func makeQXQuantsAVX2(nmax int, x []float32, L []int8, qw []float32) float32 {
+	archsimd.ClearAVXUpperBits() // for the scalar code before the vectors, as in makeQKXQuantsAVX
 	n := len(x)
 	L = L[:n]
 	maxv, amax := qxMax(x)
@@ -119,6 +120,10 @@ const qkxVec = 32
 // 128-bit (VEX) vectors leave the upper register halves clean, so the
 // scalar SSE code between them runs at full speed.
 func makeQKXQuantsAVX(nmax int, x, weights *[qkxVec]float32, L []uint8, rmin, rdelta float32, nstep int) (scale, negMin float32) {
+	// The scalar SSE code here runs slowly, on every instruction, while the
+	// upper halves of the vector registers are dirty, and other code (or a
+	// preempting signal's register restore) may leave them so.
+	archsimd.ClearAVXUpperBits()
 	L = L[:qkxVec]
 	minv, maxv, sumW, sumX, scale, bestErr, done := qkxStart(nmax, x[:], weights[:], L, false)
 	if done {
@@ -131,13 +136,14 @@ func makeQKXQuantsAVX(nmax int, x, weights *[qkxVec]float32, L []uint8, rmin, rd
 		ws[q] = archsimd.LoadFloat32x4((*[4]float32)(weights[4*q:]))
 	}
 	fnmax := float32(nmax)
+	k := newQKXLevelConsts(nmax)
 	var cur, prev, best [qkxVec]float32 // levels as floats
 	var pl, pl2, plx, pe [qkxVec]float32
 	accepted, havePrev := false, false
 	var prevMin uint32
 	for is := 0; is <= nstep; is++ {
 		iscale := (float32(rmin+float32(rdelta*float32(is))) + fnmax) / (maxv - minv)
-		qkxLevelsAVX(&cur, &xs, x, minv, iscale, nmax)
+		qkxLevelsAVX(&cur, &xs, x, minv, iscale, &k)
 		var changed uint8
 		for q := range nv {
 			c := archsimd.LoadFloat32x4((*[4]float32)(cur[4*q:]))
@@ -203,22 +209,35 @@ func makeQKXQuantsAVX(nmax int, x, weights *[qkxVec]float32, L []uint8, rmin, rd
 // is NaN (ggml does not rule out a fitted min close to max), the group
 // takes nearest_int's own wrapped results, value by value. Adding +0 turns
 // the -0 that RoundToEven gives for t in (-0.5, 0) into nearest_int's 0.
-func qkxLevelsAVX(cur *[qkxVec]float32, xs *[qkxVec / 4]archsimd.Float32x4, x *[qkxVec]float32, minv, iscale float32, nmax int) {
-	zero := archsimd.BroadcastFloat32x4(0)
-	top := archsimd.BroadcastFloat32x4(float32(nmax))
-	lim := archsimd.BroadcastFloat32x4(0x1p22)
-	nlim := archsimd.BroadcastFloat32x4(-0x1p22)
+func qkxLevelsAVX(cur *[qkxVec]float32, xs *[qkxVec / 4]archsimd.Float32x4, x *[qkxVec]float32, minv, iscale float32, k *qkxLevelConsts) {
 	ib := archsimd.BroadcastFloat32x4(iscale)
 	mb := archsimd.BroadcastFloat32x4(minv)
 	inRange := uint8(0x0F)
 	for q := range qkxVec / 4 {
 		t := ib.Mul(xs[q].Sub(mb))
-		inRange &= t.Less(lim).And(t.Greater(nlim)).ToBits()
-		t.RoundToEven().Max(zero).Min(top).Add(zero).Store((*[4]float32)(cur[4*q:]))
+		inRange &= t.Less(k.lim).And(t.Greater(k.nlim)).ToBits()
+		t.RoundToEven().Max(k.zero).Min(k.top).Add(k.zero).Store((*[4]float32)(cur[4*q:]))
 	}
 	if inRange != 0x0F {
 		for i, v := range x {
-			cur[i] = float32(min(int32(nmax), max(0, nearestInt(float32(iscale*(v-minv))))))
+			cur[i] = float32(min(k.nmax, max(0, nearestInt(float32(iscale*(v-minv))))))
 		}
+	}
+}
+
+// qkxLevelConsts are qkxLevelsAVX's constants for one nmax, broadcast once
+// per group rather than once per trial.
+type qkxLevelConsts struct {
+	zero, top, lim, nlim archsimd.Float32x4
+	nmax                 int32
+}
+
+func newQKXLevelConsts(nmax int) qkxLevelConsts {
+	return qkxLevelConsts{
+		zero: archsimd.BroadcastFloat32x4(0),
+		top:  archsimd.BroadcastFloat32x4(float32(nmax)),
+		lim:  archsimd.BroadcastFloat32x4(0x1p22),
+		nlim: archsimd.BroadcastFloat32x4(-0x1p22),
+		nmax: int32(nmax),
 	}
 }

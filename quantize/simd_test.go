@@ -110,7 +110,8 @@ func TestQKXLevelsAVX(t *testing.T) {
 			}
 		}
 		var cur [qkxVec]float32
-		qkxLevelsAVX(&cur, &xs, &x, minv, iscale, nmax)
+		k := newQKXLevelConsts(nmax)
+		qkxLevelsAVX(&cur, &xs, &x, minv, iscale, &k)
 		for i, v := range x {
 			want := float32(uint8(min(int32(nmax), max(0, nearestInt(float32(iscale*(v-minv)))))))
 			if math.Float32bits(cur[i]) != math.Float32bits(want) {
