@@ -45,6 +45,11 @@ type Output struct {
 	Build func(srcs [][]float32) ([]float32, error)
 	// Data holds the values of a generated tensor (no sources).
 	Data []float32
+	// RowOrder, when set, says Build only reorders the rows (along the
+	// first dimension) of its single source: row i is source row
+	// RowOrder[i]. The converter may then convert the stored rows straight
+	// to the output type in that order instead of calling Build.
+	RowOrder []int64
 	// HFName is the source name the converter's type rules see (the name
 	// modify_tensors was called with), and Bid its block number (-1: none).
 	HFName string

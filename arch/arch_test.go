@@ -90,7 +90,7 @@ func TestPermuteQK(t *testing.T) {
 	for _, tc := range []struct {
 		rows, cols, heads, kv int64
 	}{{8, 3, 2, 2}, {16, 1, 4, 4}, {8, 2, 4, 2}, {4, 5, 1, 1}} {
-		build, err := permuteQK([]int64{tc.rows, tc.cols}, tc.heads, tc.kv)
+		build, order, err := permuteQK([]int64{tc.rows, tc.cols}, tc.heads, tc.kv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,6 +110,9 @@ func TestPermuteQK(t *testing.T) {
 					// Element [h][a][b] of the input lands at [h][b][a].
 					in := (h*2+a)*half + b
 					out := (h*half+b)*2 + a
+					if order[out] != in {
+						t.Fatalf("%+v: row order says row %d comes from %d, not %d", tc, out, order[out], in)
+					}
 					for c := range tc.cols {
 						if got[out*tc.cols+c] != src[in*tc.cols+c] {
 							t.Fatalf("%+v: row %d should come from row %d", tc, out, in)
@@ -119,7 +122,7 @@ func TestPermuteQK(t *testing.T) {
 			}
 		}
 	}
-	if _, err := permuteQK([]int64{6, 2}, 2, 2); err == nil {
+	if _, _, err := permuteQK([]int64{6, 2}, 2, 2); err == nil {
 		t.Error("6 rows split into 2 heads of rotary pairs accepted")
 	}
 }

@@ -98,11 +98,12 @@ func (m *llama) Modify(in Input, bid int) ([]Output, error) {
 		name = "model." + name
 	}
 	var build func([][]float32) ([]float32, error)
+	var order []int64
 	switch {
 	case strings.HasSuffix(name, "q_proj.weight") || strings.HasSuffix(name, "q_proj.bias"):
-		build, err = permuteQK(in.Shape, nHead, nHead)
+		build, order, err = permuteQK(in.Shape, nHead, nHead)
 	case strings.HasSuffix(name, "k_proj.weight") || strings.HasSuffix(name, "k_proj.bias"):
-		build, err = permuteQK(in.Shape, nHead, nKV)
+		build, order, err = permuteQK(in.Shape, nHead, nKV)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("Q/K permutation: %w", err)
@@ -128,7 +129,7 @@ func (m *llama) Modify(in Input, bid int) ([]Output, error) {
 	}
 	out := identity(in, gname, bid)
 	out.HFName = in.Name
-	out.Build = build
+	out.Build, out.RowOrder = build, order
 	return []Output{out}, nil
 }
 

@@ -69,9 +69,15 @@ func (m *olmo) Modify(in Input, bid int) ([]Output, error) {
 				nKV = n
 			}
 		}
-		if build, err = permuteQK(in.Shape, nHead, nKV); err != nil {
+		var order []int64
+		if build, order, err = permuteQK(in.Shape, nHead, nKV); err != nil {
 			return nil, fmt.Errorf("%s: Q/K permutation: %w", in.Name, err)
 		}
+		outs, err := m.mapped(in, in.Name, bid, build)
+		if err == nil {
+			outs[0].RowOrder = order
+		}
+		return outs, err
 	}
 	return m.mapped(in, in.Name, bid, build)
 }

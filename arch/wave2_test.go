@@ -241,7 +241,7 @@ func TestOlmoPermute(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := permuteQK([]int64{tc.rows, 8}, tc.heads, tc.heads)
+		want, _, _ := permuteQK([]int64{tc.rows, 8}, tc.heads, tc.heads)
 		src := seq(int(tc.rows * 8))
 		got, err := outs[0].Build([][]float32{src})
 		if err != nil {

@@ -440,6 +440,19 @@ const chunkValues = 1 << 20
 // transform (a permutation, a stack of experts) is computed whole.
 func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) error {
 	cols := t.RowLen()
+	if t.RowOrder != nil && len(t.Sources) == 1 && len(t.Shape) == 2 && int64(len(t.RowOrder)) == t.Shape[0] {
+		// Rows reordered only (the Q/K permutation): straight from the
+		// stored rows when the dtypes allow it.
+		if rr, ok := j.model.Source.(readers.RowReader); ok {
+			if d, ok := directFor(t.Sources[0].DType, t.Type); ok {
+				tw, err := w.TensorWriterAt(t.Name)
+				if err != nil {
+					return err
+				}
+				return j.writeReordered(ctx, rr, tw, t, d)
+			}
+		}
+	}
 	if t.Build != nil || len(t.Sources) != 1 {
 		data, err := j.values(ctx, t)
 		if err != nil {
@@ -524,6 +537,39 @@ func (j *job) writeDirect(ctx context.Context, rr readers.RowReader, tw *writer.
 		_, err := tw.WriteAt(o, first*outSize)
 		return err
 	})
+}
+
+// writeReordered writes a tensor whose rows are its source's in the order
+// t.RowOrder, converting each stored row straight to the output type and
+// writing a bounded run of output rows at a time. A non-finite value is
+// reported at its output row, as the float32 route reports it.
+func (j *job) writeReordered(ctx context.Context, rr readers.RowReader, tw *writer.TensorWriter, t *Tensor, d direct) error {
+	cols := t.RowLen()
+	src := t.Sources[0]
+	inSize, outSize := int64(src.DType.Size()), int64(t.Type.TypeSize())
+	step := max(1, chunkValues/cols)
+	out := make([]byte, min(step, int64(len(t.RowOrder)))*cols*outSize)
+	for r0 := int64(0); r0 < int64(len(t.RowOrder)); r0 += step {
+		n := min(step, int64(len(t.RowOrder))-r0)
+		for k := range n {
+			row := r0 + k
+			o := out[k*cols*outSize : (k+1)*cols*outSize]
+			err := rr.VisitRows(ctx, src.Source, int(t.RowOrder[row]), 1, func(first int64, b []byte) error {
+				if i := firstNonFiniteStored(b, src.DType); i >= 0 {
+					return nonFiniteError(b, src.DType, i, cols, row*cols+first)
+				}
+				d.conv(o[first*outSize:(first+int64(len(b))/inSize)*outSize], b)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if _, err := tw.WriteAt(out[:n*cols*outSize], r0*cols*outSize); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // values computes a tensor's float32 values from its sources.

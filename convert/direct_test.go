@@ -114,39 +114,52 @@ func TestFirstNonFiniteStored(t *testing.T) {
 // TestDirectRefusesNonFinite: a NaN or infinity in a BF16 checkpoint is
 // refused with its tensor, row and column by each route (kernel copy to
 // BF16, table to F16, widening to F32, float32 route to Q8_0, one-pass
-// Q4_K_M), and no output or temporary file is left behind.
+// Q4_K_M; for a permuted Q projection the stored rows converted in the
+// permuted order), and no output or temporary file is left behind. A
+// permuted tensor reports the row of the output, as the float32 route does.
 func TestDirectRefusesNonFinite(t *testing.T) {
 	m := loadFixture(t, filepath.Join(fixtures, "llama3tied"))
-	for _, bad := range []uint16{0x7FC0, 0xFF80} {
-		src := assemble(t, filepath.Join(fixtures, "llama3tied"), m, false)
-		st := filepath.Join(src, "model.safetensors")
-		f, err := safetensors.OpenFile(st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, _ := f.Entry("model.layers.0.mlp.down_proj.weight")
-		off := f.Header().DataStart() + e.Begin + 2*(1*128+3) // row 1, column 3
-		f.Close()
-		data, err := os.ReadFile(st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		binary.LittleEndian.PutUint16(data[off:], bad)
-		if err := os.WriteFile(st, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for _, outtype := range []string{"bf16", "f16", "f32", "q8_0", "Q4_K_M"} {
-			t.Run(fmt.Sprintf("%#x/%s", bad, outtype), func(t *testing.T) {
-				dir := t.TempDir()
-				_, err := Run(context.Background(), src, Options{OutType: outtype, OutFile: filepath.Join(dir, "out.gguf")})
-				if !errors.Is(err, quantize.ErrNonFinite) || !strings.Contains(err.Error(), "row 1, column 3") ||
-					!strings.Contains(err.Error(), "blk.0.ffn_down.weight") {
-					t.Fatalf("error %v, want a non-finite value in blk.0.ffn_down.weight at row 1, column 3", err)
-				}
-				if left, _ := os.ReadDir(dir); len(left) != 0 {
-					t.Errorf("left behind: %v", left)
-				}
-			})
+	for _, tc := range []struct {
+		source, gguf   string
+		cols, row, col int64
+		wantRow        int64
+	}{
+		{"model.layers.0.mlp.down_proj.weight", "blk.0.ffn_down.weight", 128, 1, 3, 1},
+		// 4 heads of 16 rows: source row 1 (head 0, first half, pair 1) is
+		// output row 2 after the rotary interleaving.
+		{"model.layers.0.self_attn.q_proj.weight", "blk.0.attn_q.weight", 64, 1, 3, 2},
+	} {
+		for _, bad := range []uint16{0x7FC0, 0xFF80} {
+			src := assemble(t, filepath.Join(fixtures, "llama3tied"), m, false)
+			st := filepath.Join(src, "model.safetensors")
+			f, err := safetensors.OpenFile(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, _ := f.Entry(tc.source)
+			off := f.Header().DataStart() + e.Begin + 2*(tc.row*tc.cols+tc.col)
+			f.Close()
+			data, err := os.ReadFile(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			binary.LittleEndian.PutUint16(data[off:], bad)
+			if err := os.WriteFile(st, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, outtype := range []string{"bf16", "f16", "f32", "q8_0", "Q4_K_M"} {
+				t.Run(fmt.Sprintf("%s/%#x/%s", tc.gguf, bad, outtype), func(t *testing.T) {
+					dir := t.TempDir()
+					_, err := Run(context.Background(), src, Options{OutType: outtype, OutFile: filepath.Join(dir, "out.gguf")})
+					at := fmt.Sprintf("row %d, column %d", tc.wantRow, tc.col)
+					if !errors.Is(err, quantize.ErrNonFinite) || !strings.Contains(err.Error(), at) || !strings.Contains(err.Error(), tc.gguf) {
+						t.Fatalf("error %v, want a non-finite value in %s at %s", err, tc.gguf, at)
+					}
+					if left, _ := os.ReadDir(dir); len(left) != 0 {
+						t.Errorf("left behind: %v", left)
+					}
+				})
+			}
 		}
 	}
 }
