@@ -203,72 +203,62 @@ func TestSharedReferences(t *testing.T) {
 	if shared == "" {
 		t.Skip("GGUFKIT_SHARED not set (.ci/run sets it to ../shared)")
 	}
-	n := 0
-	for _, model := range []string{"stories260K", "tiny-llama"} {
-		root := filepath.Join(shared, "reference", model)
-		man, err := refdata.Manifest(filepath.Join(root, "MANIFEST.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmds, _ := filepath.Glob(filepath.Join(root, "logs", "convert-*.cmd"))
-		for _, cmdFile := range cmds {
-			args, err := refdata.CommandLine(cmdFile)
+	cmds, err := refdata.Commands(shared, "convert-*.cmd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cmds {
+		args, model, root, man := c.Args, c.Model, c.Root, c.SHA256
+		t.Run(model+"/"+c.Name, func(t *testing.T) {
+			var opts Options
+			var src, outRel string
+			for i := 0; i < len(args); i++ {
+				switch a := args[i]; a {
+				case "--outtype":
+					i++
+					opts.OutType = args[i]
+				case "--model-name":
+					i++
+					opts.ModelName = args[i]
+				case "--outfile":
+					i++
+					outRel = strings.TrimPrefix(args[i], "reference/"+model+"/")
+				default:
+					if strings.HasPrefix(a, "reference/") {
+						src = filepath.Join(shared, a)
+					}
+				}
+			}
+			want, ok := man[outRel]
+			if !ok {
+				t.Skipf("%s not in the MANIFEST", outRel)
+			}
+			opts.OutFile = filepath.Join(t.TempDir(), filepath.Base(outRel))
+			if opts.ModelName == "" {
+				// The default name comes from the source folder's name.
+				dir := filepath.Join(t.TempDir(), filepath.Base(src))
+				if err := os.Symlink(src, dir); err != nil {
+					t.Fatal(err)
+				}
+				src = dir
+			}
+			got := convertTo(t, src, opts)
+			b, err := os.ReadFile(got)
 			if err != nil {
 				t.Fatal(err)
 			}
-			name := strings.TrimSuffix(filepath.Base(cmdFile), ".cmd")
-			t.Run(model+"/"+name, func(t *testing.T) {
-				var opts Options
-				var src, outRel string
-				for i := 0; i < len(args); i++ {
-					switch a := args[i]; a {
-					case "--outtype":
-						i++
-						opts.OutType = args[i]
-					case "--model-name":
-						i++
-						opts.ModelName = args[i]
-					case "--outfile":
-						i++
-						outRel = strings.TrimPrefix(args[i], "reference/"+model+"/")
-					default:
-						if strings.HasPrefix(a, "reference/") {
-							src = filepath.Join(shared, a)
-						}
-					}
+			h := sha256.Sum256(b)
+			if s := hex.EncodeToString(h[:]); s != want {
+				ref := filepath.Join(root, outRel)
+				if _, err := os.Stat(ref); err == nil {
+					t.Fatalf("sha256 %s, llama.cpp %s: %s", s, want, firstDifference(t, got, ref))
 				}
-				want, ok := man[outRel]
-				if !ok {
-					t.Skipf("%s not in the MANIFEST", outRel)
-				}
-				opts.OutFile = filepath.Join(t.TempDir(), filepath.Base(outRel))
-				if opts.ModelName == "" {
-					// The default name comes from the source folder's name.
-					dir := filepath.Join(t.TempDir(), filepath.Base(src))
-					if err := os.Symlink(src, dir); err != nil {
-						t.Fatal(err)
-					}
-					src = dir
-				}
-				got := convertTo(t, src, opts)
-				b, err := os.ReadFile(got)
-				if err != nil {
-					t.Fatal(err)
-				}
-				h := sha256.Sum256(b)
-				if s := hex.EncodeToString(h[:]); s != want {
-					ref := filepath.Join(root, outRel)
-					if _, err := os.Stat(ref); err == nil {
-						t.Fatalf("sha256 %s, llama.cpp %s: %s", s, want, firstDifference(t, got, ref))
-					}
-					t.Fatalf("sha256 %s, llama.cpp %s", s, want)
-				}
-			})
-			n++
-		}
+				t.Fatalf("sha256 %s, llama.cpp %s", s, want)
+			}
+		})
 	}
-	if n < 10 {
-		t.Fatalf("only %d commands found", n)
+	if len(cmds) < 10 {
+		t.Fatalf("only %d commands found", len(cmds))
 	}
 }
 

@@ -277,46 +277,35 @@ func TestSharedReferences(t *testing.T) {
 	if shared == "" {
 		t.Skip("GGUFKIT_SHARED not set (.ci/run sets it to ../shared)")
 	}
-	n := 0
-	for _, model := range []string{"stories260K", "tiny-llama"} {
-		root := filepath.Join(shared, "reference", model)
-		man, err := refdata.Manifest(filepath.Join(root, "MANIFEST.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmds, _ := filepath.Glob(filepath.Join(root, "logs", "quantize-*.cmd"))
-		for _, cmdFile := range cmds {
-			args, err := refdata.CommandLine(cmdFile)
+	cmds, err := refdata.Commands(shared, "quantize-*.cmd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cmds {
+		args, root, man := c.Args[1:], c.Root, c.SHA256 // args after llama-quantize itself
+		t.Run(c.Model+"/"+c.Name, func(t *testing.T) {
+			opts, in, out := optionsFromArgs(t, filepath.Join(root, "quantized"), args)
+			want, ok := man["quantized/"+out]
+			dst := filepath.Join(t.TempDir(), out)
+			_, err := Run(context.Background(), in, dst, opts)
+			if !ok {
+				if err == nil {
+					t.Fatal("llama-quantize failed here (no output in MANIFEST), ggufkit succeeded")
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			args = args[1:] // after llama-quantize itself
-			name := strings.TrimSuffix(filepath.Base(cmdFile), ".cmd")
-			t.Run(model+"/"+name, func(t *testing.T) {
-				opts, in, out := optionsFromArgs(t, filepath.Join(root, "quantized"), args)
-				want, ok := man["quantized/"+out]
-				dst := filepath.Join(t.TempDir(), out)
-				_, err := Run(context.Background(), in, dst, opts)
-				if !ok {
-					if err == nil {
-						t.Fatal("llama-quantize failed here (no output in MANIFEST), ggufkit succeeded")
-					}
-					return
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := os.ReadFile(dst)
-				h := sha256.Sum256(b)
-				if got := hex.EncodeToString(h[:]); got != want {
-					t.Fatalf("sha256 %s, llama-quantize %s", got, want)
-				}
-			})
-			n++
-		}
+			b, _ := os.ReadFile(dst)
+			h := sha256.Sum256(b)
+			if got := hex.EncodeToString(h[:]); got != want {
+				t.Fatalf("sha256 %s, llama-quantize %s", got, want)
+			}
+		})
 	}
-	if n < 50 {
-		t.Fatalf("only %d commands found", n)
+	if len(cmds) < 50 {
+		t.Fatalf("only %d commands found", len(cmds))
 	}
 }
 

@@ -54,21 +54,16 @@ func TestQuantizeCLIReferences(t *testing.T) {
 		refs = append(refs, ref{local, "testdata", strings.Fields(c.args), fileSHA(t, filepath.Join(local, c.file))})
 	}
 	if shared := os.Getenv("GGUFKIT_SHARED"); shared != "" {
-		for _, model := range []string{"stories260K", "tiny-llama"} {
-			root := filepath.Join(shared, "reference", model)
-			shas, err := refdata.Manifest(filepath.Join(root, "MANIFEST.json"))
-			if err != nil {
-				t.Fatal(err)
+		cmds, err := refdata.Commands(shared, "quantize-*.cmd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cmds {
+			if !strings.HasSuffix(c.Args[0], "llama-quantize") {
+				t.Fatalf("%s/%s: not a llama-quantize command line", c.Model, c.Name)
 			}
-			cmds, _ := filepath.Glob(filepath.Join(root, "logs", "quantize-*.cmd"))
-			for _, c := range cmds {
-				args, err := refdata.CommandLine(c)
-				if err != nil || !strings.HasSuffix(args[0], "llama-quantize") {
-					t.Fatalf("%s: not a llama-quantize command line (%v)", c, err)
-				}
-				args = args[1:]
-				refs = append(refs, ref{filepath.Join(root, "quantized"), model, args, shas["quantized/"+args[len(args)-3]]})
-			}
+			args := c.Args[1:]
+			refs = append(refs, ref{filepath.Join(c.Root, "quantized"), c.Model, args, c.SHA256["quantized/"+args[len(args)-3]]})
 		}
 		if len(refs) < 50 {
 			t.Fatalf("only %d reference commands", len(refs))

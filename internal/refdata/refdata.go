@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -58,4 +59,45 @@ func CommandLine(path string) ([]string, error) {
 		return nil, fmt.Errorf("%s: no command line", path)
 	}
 	return strings.Fields(last), nil
+}
+
+// Models are the reference models of ../shared/reference.
+var Models = []string{"stories260K", "tiny-llama"}
+
+// Command is one recorded command of a reference model.
+type Command struct {
+	// Model names the reference model; Root is its folder.
+	Model, Root string
+	// Name is the .cmd file's name without the extension.
+	Name string
+	// Args are the command's words, the program first.
+	Args []string
+	// SHA256 is the model's MANIFEST: output path (relative to Root) →
+	// sha256.
+	SHA256 map[string]string
+}
+
+// Commands lists the commands of every reference model under shared whose
+// logs/*.cmd file name matches pattern (e.g. "convert-*.cmd").
+func Commands(shared, pattern string) ([]Command, error) {
+	var out []Command
+	for _, model := range Models {
+		root := filepath.Join(shared, "reference", model)
+		man, err := Manifest(filepath.Join(root, "MANIFEST.json"))
+		if err != nil {
+			return nil, err
+		}
+		files, err := filepath.Glob(filepath.Join(root, "logs", pattern))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			args, err := CommandLine(f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Command{Model: model, Root: root, Name: strings.TrimSuffix(filepath.Base(f), ".cmd"), Args: args, SHA256: man})
+		}
+	}
+	return out, nil
 }
