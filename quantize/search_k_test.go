@@ -90,7 +90,15 @@ func makeQXQuantsRef(nmax int, x []float32, L []int8, qw []float32) float32 {
 // trials and values, with make_qx_quants computed in full, on every nmax
 // ggml uses, with and without weights: same scale bits, same levels.
 func TestMakeQXQuantsGeneric(t *testing.T) {
-	r := rand.New(rand.NewPCG(8, 88))
+	compareMakeQXQuants(t, rand.New(rand.NewPCG(8, 88)), "plain", makeQXQuantsGeneric, "full", makeQXQuantsRef)
+}
+
+// compareMakeQXQuants runs two implementations of make_qx_quants on the
+// same random groups (16 or 32 values, every nmax, weights or none, some
+// zero weights) and fails at the first difference of scale bits or levels.
+func compareMakeQXQuants(t *testing.T, r *rand.Rand, gotName string, got func(int, []float32, []int8, []float32) float32,
+	wantName string, want func(int, []float32, []int8, []float32) float32) {
+	t.Helper()
 	for it := range 300000 {
 		n := []int{16, 32}[r.IntN(2)]
 		nmax := []int{4, 8, 16, 32}[r.IntN(4)]
@@ -106,10 +114,10 @@ func TestMakeQXQuantsGeneric(t *testing.T) {
 			}
 		}
 		var L1, L2 [maxGroup]int8
-		want := makeQXQuantsRef(nmax, x, L1[:], qw)
-		got := makeQXQuantsGeneric(nmax, x, L2[:], qw)
-		if math.Float32bits(got) != math.Float32bits(want) || L1 != L2 {
-			t.Fatalf("iter %d nmax %d x %v qw %v:\ngot  %v %v\nwant %v %v", it, nmax, x, qw, got, L2[:n], want, L1[:n])
+		w := want(nmax, x, L1[:], qw)
+		g := got(nmax, x, L2[:], qw)
+		if math.Float32bits(g) != math.Float32bits(w) || L1 != L2 {
+			t.Fatalf("iter %d nmax %d x %v qw %v:\n%-5s %v %v\n%-5s %v %v", it, nmax, x, qw, gotName, g, L2[:n], wantName, w, L1[:n])
 		}
 	}
 }
