@@ -26,7 +26,19 @@ from transformers import CONFIG_MAPPING, PretrainedConfig
 
 MODEL_TYPES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
                "gemma3_text", "phi3", "gpt2", "starcoder2", "bert",
-               "phi", "falcon", "stablelm", "olmo2", "granite", "smollm3", "gpt_bigcode", "olmo", "cohere", "exaone4", "seed_oss"]
+               "phi", "falcon", "stablelm", "olmo2", "granite", "smollm3", "gpt_bigcode", "olmo", "cohere", "exaone4", "seed_oss",
+               # waves 3 and 4 (issues 15 and 16); the families without a transformers config class
+               # (remote code: InternLM2, DeepSeek V1, SmallThinker, RWKV-6/7, Jina BERT, NeoBERT) are read as
+               # config.json has them, as the converter does when AutoConfig fails.
+               "gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text", "qwen3_next", "qwen3_5",
+               "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen2_5_vl", "qwen2_5_vl_text", "qwen3_vl",
+               "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "deepseek_v2", "deepseek_v3", "deepseek_v32",
+               "deepseek_v4", "gpt_oss", "glm", "glm4", "glm4_moe", "glm4_moe_lite", "llama4", "llama4_text", "mistral3",
+               "ministral3", "ministral", "minimax_m2", "lfm2", "lfm2_moe", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense",
+               "hunyuan_v1_moe", "olmoe", "granitemoe", "granitemoeshared", "cohere2", "apertus", "arcee", "dots1",
+               "internlm3", "xlm-roberta", "roberta", "camembert", "distilbert", "nomic_bert", "modernbert", "eurobert",
+               "t5", "mamba", "falcon_mamba", "mamba2", "jamba", "bamba", "granitemoehybrid", "nemotron_h", "falcon_h1",
+               "rwkv", "kimi_linear"]
 
 
 def plain(v):

@@ -17,7 +17,15 @@ from gguf.tensor_mapping import TensorNameMap
 
 ARCHS = ["llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
          "phi3", "gpt2", "gptneox", "starcoder2", "bert",
-         "phi2", "falcon", "stablelm", "olmo2", "granite", "smollm3", "starcoder", "olmo", "command-r", "exaone4", "seed_oss"]
+         "phi2", "falcon", "stablelm", "olmo2", "granite", "smollm3", "starcoder", "olmo", "command-r", "exaone4", "seed_oss",
+         # waves 3 and 4 (issues 15 and 16)
+         "gemma-embedding", "gemma3n", "gemma4", "qwen3next", "qwen35", "qwen35moe", "qwen2vl", "qwen3vl", "qwen3vlmoe",
+         "deepseek", "deepseek2", "deepseek32", "deepseek4", "gpt-oss", "chatglm", "glm4", "glm4moe", "llama4", "mistral3",
+         "minimax-m2", "lfm2", "lfm2moe", "ernie4_5", "ernie4_5-moe", "hunyuan-dense", "hunyuan-moe", "olmoe", "granitemoe",
+         "cohere2", "apertus", "arcee", "dots1", "smallthinker", "internlm2",
+         "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "modern-bert", "eurobert", "neo-bert", "t5",
+         "t5encoder", "llama-embed", "mamba", "mamba2", "jamba", "granitehybrid", "nemotron_h", "falcon-h1", "rwkv6",
+         "rwkv6qwen2", "rwkv7", "arwkv7", "kimi-linear"]
 
 names = {v: k for k, v in gguf.MODEL_ARCH_NAMES.items()}
 out = {"source": "gguf-py 0.19.0 (llama.cpp 0c1e570) gguf/tensor_mapping.py, gguf/constants.py", "archs": {}}

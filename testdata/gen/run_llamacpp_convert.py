@@ -84,6 +84,41 @@ def kv_diff(a, b):
     return out
 
 
+def quantize_q4km(args, fixtures, work, wdir, name, made_with, res, cmds, dump):
+    """llama-quantize of the fixture's F16 conversion to Q4_K_M (one thread), recorded as
+    expected-Q4_K_M.json: what ggufkit's one-pass --outtype Q4_K_M must equal."""
+    f16 = "%s-F16.gguf" % name
+    out = "%s-Q4_K_M.gguf" % name
+    if not os.path.isfile(os.path.join(wdir, f16)):
+        return
+    cmd = [os.path.abspath(args.llama_quantize), f16, out, "Q4_K_M", "1"]
+    shown = "cd %s && <llama-build>/bin/llama-quantize %s %s Q4_K_M 1" % (name, f16, out)
+    cmds.append(shown)
+    log = os.path.join(work, "logs", "%s-Q4_K_M.log" % name)
+    with open(log, "w") as lf:
+        lf.write(shown + "\n")
+        lf.flush()
+        p = subprocess.run(cmd, cwd=wdir, stdout=lf, stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        res["safetensors/Q4_K_M"] = OrderedDict([("ok", False), ("exit", p.returncode)])
+        print(name, "Q4_K_M FAILED", flush=True)
+        return
+    desc = dump.describe(os.path.join(wdir, out))
+    res["safetensors/Q4_K_M"] = OrderedDict([("ok", True), ("sha256", desc["file"]["sha256"])])
+    exp_path = os.path.join(fixtures, name, "expected-Q4_K_M.json")
+    if args.compare:
+        if os.path.isfile(exp_path):
+            with open(exp_path, encoding="utf-8") as f:
+                same = json.load(f)["file"]["sha256"] == desc["file"]["sha256"]
+            res["safetensors/Q4_K_M"]["same_as_expected"] = same
+    else:
+        desc["made_with"] = OrderedDict(made_with, command=shown)
+        with open(exp_path, "w", encoding="utf-8") as f:
+            json.dump(desc, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+    print(name, "Q4_K_M ok", desc["file"]["sha256"][:16], flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fixtures", required=True, help="testdata/convert")
@@ -92,6 +127,9 @@ def main():
     ap.add_argument("--work", required=True, help="scratch folder outside the repository")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--outtypes", nargs="*", default=["f32", "f16", "bf16", "q8_0"])
+    ap.add_argument("--llama-quantize", metavar="PATH",
+                    help="llama-quantize binary: also write expected-Q4_K_M.json, from "
+                         "`llama-quantize <fixture>-F16.gguf <fixture>-Q4_K_M.gguf Q4_K_M 1` in the work folder")
     ap.add_argument("--compare", action="store_true",
                     help="do not write expected JSONs; compare with the committed ones")
     ap.add_argument("--transformers-overlay", action="append", default=[], metavar="VERSION=DIR",
@@ -166,6 +204,8 @@ def main():
                         entry["diff"] = kv_diff(exp, desc)
                 res[key] = entry
                 print(name, weights, t, "ok", desc["file"]["sha256"][:16], entry.get("same_as_expected", ""), flush=True)
+            if args.llama_quantize and weights == "safetensors" and "f16" in args.outtypes:
+                quantize_q4km(args, fixtures, work, wdir, name, made_with, res, cmds, dump)
 
     with open(os.path.join(work, "commands.txt"), "w") as f:
         f.write("\n".join(cmds) + "\n")
