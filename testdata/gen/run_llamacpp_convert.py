@@ -84,10 +84,13 @@ def kv_diff(a, b):
     return out
 
 
-def quantize_q4km(args, fixtures, work, wdir, name, made_with, res, cmds, dump):
+def quantize_q4km(args, fixtures, work, wdir, name, made_with, res, cmds, dump, mk):
     """llama-quantize of the fixture's F16 conversion to Q4_K_M (one thread), recorded as
-    expected-Q4_K_M.json: what ggufkit's one-pass --outtype Q4_K_M must equal."""
-    f16 = "%s-F16.gguf" % name
+    expected-Q4_K_M.json: what ggufkit's one-pass --outtype Q4_K_M must equal. A float32
+    checkpoint is quantized from its F32 conversion instead: the one pass quantizes the stored
+    values, which F16 would round (a 16-bit checkpoint's values pass through F16 unchanged)."""
+    src_type = "F32" if mk.FIXTURES[name]["dtype"] == "float32" else "F16"
+    f16 = "%s-%s.gguf" % (name, src_type)
     out = "%s-Q4_K_M.gguf" % name
     if not os.path.isfile(os.path.join(wdir, f16)):
         return
@@ -204,8 +207,8 @@ def main():
                         entry["diff"] = kv_diff(exp, desc)
                 res[key] = entry
                 print(name, weights, t, "ok", desc["file"]["sha256"][:16], entry.get("same_as_expected", ""), flush=True)
-            if args.llama_quantize and weights == "safetensors" and "f16" in args.outtypes:
-                quantize_q4km(args, fixtures, work, wdir, name, made_with, res, cmds, dump)
+            if args.llama_quantize and weights == "safetensors":
+                quantize_q4km(args, fixtures, work, wdir, name, made_with, res, cmds, dump, mk)
 
     with open(os.path.join(work, "commands.txt"), "w") as f:
         f.write("\n".join(cmds) + "\n")
