@@ -13,7 +13,7 @@ import (
 func init() {
 	register(newGemma(1), "GemmaForCausalLM")
 	register(newGemma(2), "Gemma2ForCausalLM")
-	register(newGemma(3), "Gemma3ForCausalLM")
+	register(newGemma(3), "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration")
 }
 
 // gemma is GemmaModel, Gemma2Model and Gemma3Model (conversion/gemma.py,
