@@ -1,6 +1,12 @@
 package arch
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/gguf"
+)
 
 // TestGemma3ConditionalGenerationFilter checks that the text tower of a
 // Gemma3ForConditionalGeneration checkpoint maps under both the Hub's
@@ -47,5 +53,57 @@ func TestGemma3ConditionalGenerationFilter(t *testing.T) {
 	}
 	if _, err := m.Modify(Input{Name: "model.layers.2.mlp.up_proj.weight", Shape: []int64{8, 8}}, 2); err == nil {
 		t.Error("block 2 of 2 accepted")
+	}
+}
+
+// TestEmbeddingGemmaSlidingWindow checks that the sliding window comes from
+// config.json as written (not the hparams) and that its absence is an error,
+// as EmbeddingGemma.set_gguf_parameters has it.
+func TestEmbeddingGemmaSlidingWindow(t *testing.T) {
+	const base = `"architectures":["Gemma3TextModel"],"model_type":"gemma3_text","num_hidden_layers":2,` +
+		`"hidden_size":8,"head_dim":4,"vocab_size":16`
+	for _, c := range []struct {
+		name, file string
+		want       uint32 // 0: an error
+	}{
+		{"as written", `{` + base + `,"sliding_window":257}`, 257},
+		{"absent", `{` + base + `}`, 0},
+		{"null", `{` + base + `,"sliding_window":null}`, 0},
+		{"not a number", `{` + base + `,"sliding_window":"x"}`, 0},
+		{"no config.json", "", 0},
+		{"broken config.json", `{` + base, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.file != "" {
+				if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(c.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The hparams say 512 (the converter's hparams are Gemma3TextConfig's, not the file).
+			m, err := New(hp(t, `{`+base+`,"sliding_window":512}`), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Arch() != "gemma-embedding" {
+				t.Fatalf("arch %q", m.Arch())
+			}
+			kvs, err := m.Params(gguf.FileTypeAllF32)
+			if c.want == 0 {
+				if err == nil {
+					t.Fatal("accepted")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var l gguf.KVList
+			l.Append(kvs...)
+			v, ok := l.Get("gemma-embedding.attention.sliding_window")
+			if !ok || v != gguf.Uint32(c.want) {
+				t.Errorf("sliding_window %v, want %d", v, c.want)
+			}
+		})
 	}
 }
