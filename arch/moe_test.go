@@ -104,3 +104,66 @@ func TestOlmoe(t *testing.T) {
 		}
 	}
 }
+
+const graniteMoeCfg = `{"architectures":["GraniteMoeSharedForCausalLM"],"model_type":"granitemoeshared",` +
+	`"num_hidden_layers":1,"hidden_size":8,"num_attention_heads":2,"intermediate_size":4,"vocab_size":16,` +
+	`"num_local_experts":%s,"shared_intermediate_size":6,"embedding_multiplier":12.0}`
+
+func TestGraniteMoe(t *testing.T) {
+	m, err := New(hp(t, strings.Replace(graniteMoeCfg, "%s", "2", 1)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvs, err := m.Params(gguf.FileTypeF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := kvValue(kvs, "granitemoe.expert_shared_feed_forward_length"); v != uint32(6) {
+		t.Errorf("expert_shared_feed_forward_length %v, want 6", v)
+	}
+	if v := kvValue(kvs, "granitemoe.embedding_scale"); v != float32(12) {
+		t.Errorf("embedding_scale %v", v)
+	}
+	outs, err := m.Modify(Input{Name: "model.layers.0.block_sparse_moe.input_linear.weight", Shape: []int64{2, 8, 8}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 2 || outs[0].Name != "blk.0.ffn_gate_exps.weight" || outs[1].Name != "blk.0.ffn_up_exps.weight" {
+		t.Fatalf("outputs %+v", outs)
+	}
+	// The up half is the second 4 rows of each expert.
+	got, _ := outs[1].Build([][]float32{seq(2 * 8 * 8)})
+	if outs[1].Shape[1] != 4 || got[0] != 32 || got[32] != 96 {
+		t.Errorf("up half shape %v starts %v, %v", outs[1].Shape, got[0], got[32])
+	}
+	outs, err = m.Modify(Input{Name: "model.layers.0.shared_mlp.input_linear.weight", Shape: []int64{12, 8}}, 0)
+	if err != nil || len(outs) != 2 || outs[0].Name != "blk.0.ffn_gate_shexp.weight" || outs[1].Shape[0] != 6 {
+		t.Fatalf("shared expert outputs %+v, %v", outs, err)
+	}
+	// Rows that are not twice the FFN length are refused, as the
+	// converter's assert does.
+	for _, bad := range []Input{
+		{Name: "model.layers.0.block_sparse_moe.input_linear.weight", Shape: []int64{2, 7, 8}},
+		{Name: "model.layers.0.block_sparse_moe.input_linear.weight", Shape: []int64{8}},
+		{Name: "model.layers.0.shared_mlp.input_linear.weight", Shape: []int64{8, 8}},
+	} {
+		if _, err := m.Modify(bad, 0); err == nil {
+			t.Errorf("%s of shape %v accepted", bad.Name, bad.Shape)
+		}
+	}
+	// Without routed experts the shared MLP is the dense FFN, which the
+	// granitemoe architecture has no tensor names for: refused, as
+	// format_tensor_name refuses it.
+	m, err = New(hp(t, strings.Replace(graniteMoeCfg, "%s", "0", 1)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Modify(Input{Name: "model.layers.0.shared_mlp.input_linear.weight", Shape: []int64{12, 8}}, 0); err == nil {
+		t.Error("dense shared_mlp accepted under granitemoe")
+	}
+	// A missing intermediate_size is a config error.
+	m, _ = New(hp(t, strings.Replace(strings.Replace(graniteMoeCfg, "%s", "2", 1), `"intermediate_size":4,`, "", 1)), "")
+	if _, err := m.Modify(Input{Name: "model.layers.0.block_sparse_moe.input_linear.weight", Shape: []int64{2, 8, 8}}, 0); err == nil {
+		t.Error("input_linear without intermediate_size accepted")
+	}
+}
