@@ -82,6 +82,7 @@ var aliasesWithoutFixture = map[string]string{
 	"Qwen2Model":                    "Qwen2ForCausalLM",
 	"Qwen3Model":                    "Qwen3ForCausalLM",
 	"BertForSequenceClassification": "BertModel",
+	"LFM2ForCausalLM":               "Lfm2ForCausalLM",
 }
 
 func TestFixtures(t *testing.T) {
