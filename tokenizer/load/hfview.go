@@ -425,6 +425,10 @@ func (v *hfView) roundTrip(content string, id int) (string, error) {
 	return out, nil
 }
 
+// maxDecodedToken bounds the bytes a decoder chain may make of one token
+// (added tokens are at most a few hundred bytes).
+const maxDecodedToken = 1 << 16
+
 // decodeOne runs a tokenizers decoder on a single token.
 func decodeOne(dec any, tok string) (string, error) {
 	if dec == nil {
@@ -475,6 +479,11 @@ func decodeOne(dec any, tok string) (string, error) {
 		content, _ := getKey(dec, "content").(string)
 		if !ok {
 			return "", fmt.Errorf("%w: Replace decoder with a regex pattern", ErrUnsupported)
+		}
+		// A chain of Replace decoders can grow a token geometrically; a
+		// real decoder only swaps a marker for a space.
+		if grown := len(tok) + strings.Count(tok, pat)*(len(content)-len(pat)); grown > maxDecodedToken {
+			return "", fmt.Errorf("%w: Replace decoder grows token %.40q to %d bytes (at most %d)", ErrTooLarge, tok, grown, maxDecodedToken)
 		}
 		return strings.ReplaceAll(tok, pat, content), nil
 	case "ByteFallback":

@@ -2,6 +2,7 @@ package load_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,6 +155,28 @@ func TestHostileFolder(t *testing.T) {
 			_, err := tt.routine(dir, tt.opts)
 			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.mention) {
 				t.Fatalf("err = %v, want %v mentioning %q", err, tt.want, tt.mention)
+			}
+		})
+	}
+}
+
+// TestReplaceDecoderGrowth chains Replace decoders that each multiply a
+// token by 64 (the round trip of a non-normalized added token runs them):
+// the conversion refuses with ErrTooLarge instead of building gigabytes.
+func TestReplaceDecoderGrowth(t *testing.T) {
+	step := `{"type":"Replace","pattern":{"String":"a"},"content":"` + strings.Repeat("a", 64) + `"}`
+	for _, n := range []int{1, 4} {
+		t.Run(fmt.Sprintf("%d Replace decoders", n), func(t *testing.T) {
+			js := `{"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[]},` +
+				`"decoder":{"type":"Sequence","decoders":[` + strings.TrimSuffix(strings.Repeat(step+",", n), ",") + `]},` +
+				`"added_tokens":[{"id":0,"content":"a","special":false,"normalized":false}]}`
+			dir := writeFolder(t, "tokenizer.json", []byte(js))
+			_, err := load.GPT2(dir, load.Options{Pre: "gpt-2"})
+			if n == 1 && err != nil {
+				t.Fatalf("one 64x Replace: %v", err)
+			}
+			if n == 4 && !errors.Is(err, load.ErrTooLarge) {
+				t.Fatalf("four 64x Replaces (16 MiB token): err = %v, want ErrTooLarge", err)
 			}
 		})
 	}
