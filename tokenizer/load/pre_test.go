@@ -233,3 +233,63 @@ func TestPreOverride(t *testing.T) {
 		})
 	}
 }
+
+// TestDeepSeekV3Pre checks DeepSeek V3's real tokenizer.json (the
+// deepseek-v3 case of testdata/cases.json): as it is, the library's ids of
+// the check text carry no BOS and the converter names it joyai-llm
+// (TestConverterOutput holds its whole output); with a post-processor
+// that puts the BOS first, the converter's hash is DeepSeek-V3's entry
+// (checked with transformers 5.24.0: 877081d1…); under a normalizer that
+// changes the ids the regexes name no candidate.
+func TestDeepSeekV3Pre(t *testing.T) {
+	c := readCases(t)["deepseek-v3"]
+	const bos = "<｜begin▁of▁sentence｜>"
+	tests := []struct {
+		name       string
+		normalizer any
+		post       any
+		want       string
+	}{
+		{"as shipped", nil, nil, "joyai-llm"},
+		{"with a BOS", nil, bosTemplate(bos, 0), "deepseek-v3"},
+		{"lowercased", map[string]any{"type": "Lowercase"}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := materialize(t, c)
+			if tt.normalizer != nil || tt.post != nil {
+				path := filepath.Join(dir, "tokenizer.json")
+				var tok map[string]any
+				if err := json.Unmarshal(readMaybeBz2(t, path), &tok); err != nil {
+					t.Fatal(err)
+				}
+				if tt.normalizer != nil {
+					tok["normalizer"] = tt.normalizer
+				}
+				if tt.post != nil {
+					tok["post_processor"] = tt.post
+				}
+				b, err := json.Marshal(tok)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			kvs, err := load.GPT2(dir, load.Options{VocabSize: c.VocabSize})
+			if tt.want == "" {
+				if !errors.Is(err, load.ErrUnknownPre) || !strings.Contains(err.Error(), "--tokenizer-pre") {
+					t.Fatalf("err = %v, want ErrUnknownPre naming --tokenizer-pre", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := kvString(t, kvs, gguf.KeyTokenizerPre); got != tt.want {
+				t.Errorf("pre %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

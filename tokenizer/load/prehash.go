@@ -34,6 +34,13 @@ func hashCandidates(v *hfView) []string {
 			out = append(out, c.name)
 		}
 	}
+	if exprs, ok := splitRegexes(v.preTokenizer); ok && hashNormalizers[canon(v.normalizer)] {
+		for _, name := range tokenizer.PreNamesForSplits(exprs) {
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
 	if name, err := identifyPre(v); err == nil && !slices.Contains(out, name) {
 		out = append(out, name)
 	}
@@ -49,6 +56,51 @@ var preHashSplits = []struct{ pre, name string }{
 	{canon(seqPre(splitIsolated(llama3Regex), byteLevel(false, false))), "llama-bpe"},
 	{canon(seqPre(splitIsolated(qwen2Regex), byteLevel(false, false))), "qwen2"},
 	{canon(seqPre(map[string]any{"type": "Digits", "individual_digits": true}, byteLevel(false, true))), "starcoder"},
+}
+
+// hashNormalizers are the normalizers under which the split regexes alone
+// decide the ids of the check text: none, an empty Sequence (DeepSeek V3's
+// tokenizer.json), NFC (Qwen's; the check text is in NFC). Another
+// normalizer (lowercasing, NFKC …) changes the library's ids, so the
+// regexes name no candidate.
+var hashNormalizers = map[string]bool{"none": true, "Sequence[]": true, "NFC": true}
+
+// splitRegexes lists the regexes a byte-level BPE pre_tokenizer splits
+// with, in order: each Split (Regex pattern, Isolated, not inverted),
+// Digits with individual_digits as \p{N}, and a final ByteLevel without a
+// prefix space, which adds GPT-2's regex when use_regex is set (true when
+// absent, as in tokenizers). ok is false for any other structure.
+func splitRegexes(pre any) (exprs []string, ok bool) {
+	parts := []any{pre}
+	if getKey(pre, "type") == "Sequence" {
+		parts, _ = getKey(pre, "pretokenizers").([]any)
+	}
+	for i, p := range parts {
+		switch getKey(p, "type") {
+		case "Split":
+			r, isStr := getKey(getKey(p, "pattern"), "Regex").(string)
+			if !isStr || getKey(p, "behavior") != "Isolated" || getKey(p, "invert") != false {
+				return nil, false
+			}
+			exprs = append(exprs, r)
+		case "Digits":
+			if getKey(p, "individual_digits") != true {
+				return nil, false
+			}
+			exprs = append(exprs, `\p{N}`)
+		case "ByteLevel":
+			if i != len(parts)-1 || getKey(p, "add_prefix_space") == true {
+				return nil, false
+			}
+			if getKey(p, "use_regex") != false {
+				exprs = append(exprs, tokenizer.GPT2Regex)
+			}
+			return exprs, len(exprs) > 0
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // identifyByHash returns the converter's name for the tokenizer; "" when
@@ -80,7 +132,7 @@ func identifyByHash(v *hfView, model string, tokens []string, types []int32, mer
 		if n, ok := preHashes[h]; ok {
 			return n, nil
 		}
-		if h != "" {
+		if h != "" && !slices.Contains(hashes, h) {
 			hashes = append(hashes, h)
 		}
 	}

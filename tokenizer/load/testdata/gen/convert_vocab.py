@@ -2,6 +2,8 @@
 """Run llama.cpp's converter on every case of ../cases.json and record what it writes.
 
     python3 gen/convert_vocab.py LLAMA_CPP_DIR > converter.json      (from tokenizer/load/testdata)
+    python3 gen/convert_vocab.py LLAMA_CPP_DIR --only CASE... > new.json   (those cases rerun, the
+                                                    others kept from converter.json; then mv new.json converter.json)
 
 For each case the listed files are copied (".bz2" ones decompressed) into a fresh folder, and
 `convert_hf_to_gguf.py DIR --vocab-only --outtype f32` runs on it. The output's tokenizer.* KVs are
@@ -20,12 +22,17 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 llama = sys.argv[1]
 cases = json.load(open(os.path.join(root, "cases.json")))
+only = sys.argv[sys.argv.index("--only") + 1:] if "--only" in sys.argv else None
+previous = json.load(open(os.path.join(root, "converter.json"))) if only else {}
 env = dict(os.environ)
 if importlib.util.find_spec("torch") is None:
     env["PYTHONPATH"] = os.path.join(here, "torchstub") + os.pathsep + env.get("PYTHONPATH", "")
 
 out = {}
 for name, case in cases.items():
+    if only is not None and name not in only:
+        out[name] = previous[name]
+        continue
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, name)
         os.mkdir(src)
