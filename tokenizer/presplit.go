@@ -17,6 +17,11 @@ import (
 // that pre type does, and only then can the converter's pre-tokenizer hash
 // be computed with ggufkit's encoder (the caller then looks the hash up:
 // the name is the converter's, never a guess from the regexes alone).
+// Where llama.cpp's rewrite only approximates the original (GPT-4o's and
+// Tekken's \p{Lu}/\p{Ll} classes become ASCII-case lookaheads without
+// \p{M}), its splitting — and so ggufkit's hash — can differ from the
+// library's on the check text (o200k: its Khmer), and the hash names
+// nothing; such tokenizers need an entry of the structure table.
 
 // hfRegexForms are the tokenizer.json originals of the regex sets llama.cpp
 // rewrote, by pre type, as llama-vocab.cpp's comments give them (commit

@@ -38,6 +38,9 @@ import (
 const (
 	llama3Regex = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	qwen2Regex  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// o200kRegex is o200k_base's split (tiktoken_ext/openai_public.py), as
+	// Hugging Face's TikTokenConverter writes it into tokenizer.json.
+	o200kRegex = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 )
 
 // preRule is one entry of the identification table.
@@ -84,6 +87,18 @@ var preRules = []preRule{
 		pre:    canon(seqPre(map[string]any{"type": "Digits", "individual_digits": true}, byteLevel(false, true))),
 		bos:    "",
 		tokens: map[int]string{0: "<|endoftext|>", 1: "<fim_prefix>", 2: "<fim_middle>", 49151: "sdb"},
+	},
+	{
+		// The o200k_base ranks (GPT-4o, gpt-oss) under their own split. The
+		// hash cannot be computed here: llama.cpp's GPT4O regex is an ASCII
+		// approximation of \p{Lu}/\p{Ll} without \p{M}, and splits the check
+		// text's Khmer otherwise than the library does. transformers 5.24.0
+		// gives this structure on these ranks the table's gpt-4o hash
+		// (ccc2ef01…; TestO200kPre, testdata/README.md).
+		name: "gpt-4o", ref: "Xenova/gpt-4o (o200k_base ranks; openai/gpt-oss-* share them)", model: ModelBPE, normalizer: "none",
+		pre:    canon(seqPre(splitIsolated(o200kRegex), byteLevel(false, false))),
+		bos:    "",
+		tokens: map[int]string{0: "!", 100000: "Ġdew", 199997: "Ġcocos", 199999: "<|endoftext|>"},
 	},
 	{
 		name: "jina-v2-en", ref: "BAAI/bge-small-en-v1.5 (same hash as jinaai/jina-embeddings-v2-base-en)", model: ModelWordPiece,

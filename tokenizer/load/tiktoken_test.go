@@ -1,6 +1,7 @@
 package load_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -95,5 +96,71 @@ func TestSharedTiktoken(t *testing.T) {
 			}
 		}
 		t.Fatalf("merges: %d, the GGUF %d, %d differ", len(merges), len(want), n)
+	}
+}
+
+// o200kRegex is the o200k_base split (tiktoken_ext/openai_public.py), as
+// the gpt-4o and gpt-oss tokenizer.json files write it.
+const o200kRegex = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+// TestO200kPre converts OpenAI's o200k_base ranks (testdata/files/o200k,
+// the GPT-4o and gpt-oss vocabulary) into a tokenizer.json of the
+// structure Hugging Face's TikTokenConverter gives them (the o200k split,
+// then ByteLevel without its regex; <|endoftext|> and <|endofprompt|> at
+// 199999 and 200018 as in Xenova/gpt-4o) and checks the pre-tokenizer
+// name: the converter's hash of that structure, which transformers 5.24.0
+// computes as ccc2ef01… (gpt-4o) on the same ranks (see the testdata
+// README). ggufkit names it from the structure table: llama.cpp's GPT4O
+// splitting, which its encoder follows, cuts the check text's Khmer
+// otherwise than the library, so its hash is in no table. With Llama 3's
+// split on the same ranks no name is found.
+func TestO200kPre(t *testing.T) {
+	ranks, err := load.ParseTiktoken(readMaybeBz2(t, "testdata/files/o200k/o200k_base.tiktoken.bz2"), "o200k_base.tiktoken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab, merges := load.TiktokenBPE(ranks)
+	added := []map[string]any{
+		{"id": 199999, "content": "<|endoftext|>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+		{"id": 200018, "content": "<|endofprompt|>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+	}
+	byteLevel := map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}
+	tests := []struct {
+		name, regex string
+		want        string // "" for an *UnknownPreError
+	}{
+		{"o200k (by structure)", o200kRegex, "gpt-4o"},
+		{"llama3 split", `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pre := map[string]any{"type": "Sequence", "pretokenizers": []any{
+				map[string]any{"type": "Split", "pattern": map[string]any{"Regex": tt.regex}, "behavior": "Isolated", "invert": false}, byteLevel}}
+			b, err := json.Marshal(map[string]any{"version": "1.0", "added_tokens": added, "normalizer": nil, "pre_tokenizer": pre,
+				"post_processor": map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
+				"decoder":        map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+				"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": merges, "ignore_merges": true, "byte_fallback": false,
+					"dropout": nil, "unk_token": nil, "continuing_subword_prefix": nil, "end_of_word_suffix": nil, "fuse_unk": false}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			kvs, err := load.GPT2(dir, load.Options{VocabSize: 200019})
+			if tt.want == "" {
+				if !errors.Is(err, load.ErrUnknownPre) {
+					t.Fatalf("err = %v, want ErrUnknownPre", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := kvString(t, kvs, gguf.KeyTokenizerPre); got != tt.want {
+				t.Errorf("pre %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
