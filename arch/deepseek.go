@@ -3,10 +3,7 @@ package arch
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,18 +14,29 @@ import (
 func init() {
 	register(newDeepseek, "DeepseekForCausalLM")
 	register(newDeepseek2(deepseekV2), "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
-	// DeepseekV2Config, DeepseekV3Config, DeepseekV32Config.__post_init__:
+	register(newDeepseek2(glm4MoeLite), "Glm4MoeLiteForCausalLM")
+	// DeepseekV2Config, DeepseekV3Config.__post_init__:
 	// head_dim = qk_rope_head_dim (whatever config.json says), and for V2
 	// and V3 num_key_value_heads = num_attention_heads when None.
 	derivedKeys["deepseek_v2"] = append(derivedKeys["deepseek_v2"], deriveRopeHeadDim, deriveKVHeads)
 	derivedKeys["deepseek_v3"] = append(derivedKeys["deepseek_v3"], deriveKVHeads, deriveRopeHeadDim)
-	derivedKeys["deepseek_v32"] = append(derivedKeys["deepseek_v32"], deriveRopeHeadDim)
+	derivedKeys["glm4_moe_lite"] = append(derivedKeys["glm4_moe_lite"], deriveGlm4MoeLiteHeadDim)
 }
 
 // deriveRopeHeadDim is the DeepSeek configs' head_dim = qk_rope_head_dim.
 func deriveRopeHeadDim(h HParams) {
 	if v, ok := h["qk_rope_head_dim"]; ok {
 		h["head_dim"] = v
+	}
+}
+
+// deriveGlm4MoeLiteHeadDim is Glm4MoeLiteConfig's attribute_map:
+// head_dim is another name of qk_rope_head_dim, which to_dict writes
+// instead.
+func deriveGlm4MoeLiteHeadDim(h HParams) {
+	if v, ok := h["head_dim"]; ok {
+		h["qk_rope_head_dim"] = v
+		delete(h, "head_dim")
 	}
 }
 
@@ -134,17 +142,17 @@ type deepseek2Kind int
 
 const (
 	deepseekV2  deepseek2Kind = iota // DeepseekV2Model (V2, V3)
-	deepseekV32                      // DeepseekV32Model
 	glm4MoeLite                      // Glm4MoeLiteModel (conversion/glm.py)
 )
 
 // deepseek2 is DeepseekV2Model (conversion/deepseek.py, arch deepseek2)
-// and its subclasses DeepseekV32Model (deepseek32) and Glm4MoeLiteModel:
-// multi-head latent attention (kv_b_proj split, see mlaKVB), routed
-// experts stacked, shared experts, sigmoid routing with
-// e_score_correction_bias, the multi-token-prediction layers past
-// num_hidden_layers skipped (V2, V3) or kept as extra blocks (V3.2,
-// GLM-4.7-Flash).
+// and its subclass Glm4MoeLiteModel (conversion/glm.py): multi-head latent
+// attention (kv_b_proj split, see mlaKVB), routed experts stacked, shared
+// experts, sigmoid routing with e_score_correction_bias, the
+// multi-token-prediction layers past num_hidden_layers skipped (V2, V3) or
+// kept as extra blocks (GLM-4.7-Flash). DeepseekV32Model is not here:
+// under transformers 5.24 its set_vocab assertion fails on every
+// checkpoint with a tokenizer.json (see docs/compat.md).
 type deepseek2 struct {
 	text
 	kind    deepseek2Kind
@@ -157,9 +165,6 @@ type deepseek2 struct {
 func newDeepseek2(kind deepseek2Kind) Constructor {
 	return func(h HParams, dir string) (Model, error) {
 		ggufArch := "deepseek2"
-		if kind == deepseekV32 {
-			ggufArch = "deepseek32"
-		}
 		main, err := h.MustInt("num_hidden_layers")
 		if err != nil {
 			return nil, err
@@ -169,9 +174,8 @@ func newDeepseek2(kind deepseek2Kind) Constructor {
 		}
 		var nextn int64
 		if kind != deepseekV2 {
-			// DeepseekV32Model: block_count += hparams.get(
-			// "num_nextn_predict_layers", 0); Glm4MoeLiteModel the same when
-			// it is not 0 (both without --no-mtp).
+			// Glm4MoeLiteModel (without --no-mtp): block_count +=
+			// hparams.get("num_nextn_predict_layers", 0).
 			n, _, err := h.Int("num_nextn_predict_layers")
 			if err != nil {
 				return nil, err
@@ -180,11 +184,6 @@ func newDeepseek2(kind deepseek2Kind) Constructor {
 				return nil, &ConfigError{Key: "num_nextn_predict_layers", Value: h["num_nextn_predict_layers"], Msg: "is not a layer count"}
 			}
 			nextn = n
-		}
-		if kind == deepseekV32 {
-			if err := requireAddBOS(dir); err != nil {
-				return nil, err
-			}
 		}
 		hb := maps.Clone(h)
 		hb["num_hidden_layers"] = jsonInt(main + nextn)
@@ -201,9 +200,12 @@ func newDeepseek2(kind deepseek2Kind) Constructor {
 func jsonInt(n int64) any { return json.Number(strconv.FormatInt(n, 10)) }
 
 // Vocab is DeepseekV2Model.set_vocab: the gpt2 routine (Kimi K2's tiktoken
-// vocabulary, its fallback, is not supported); DeepseekV32Model's also
-// requires add_bos_token in tokenizer_config.json.
+// vocabulary, its fallback, is not supported); Glm4MoeLiteModel's is
+// _set_vocab_glm.
 func (m *deepseek2) Vocab() VocabKind {
+	if m.kind == glm4MoeLite {
+		return VocabGLM
+	}
 	return VocabGPT2
 }
 
@@ -330,21 +332,6 @@ func (m *deepseek2) Params(ft gguf.FileType) ([]gguf.KV, error) {
 		}
 	}
 	switch m.kind {
-	case deepseekV32:
-		if v, ok := h["num_nextn_predict_layers"]; ok && v != nil {
-			if err := k.u32("nextn_predict_layers", v); err != nil {
-				return nil, err
-			}
-		}
-		for _, e := range []struct{ key, suffix string }{
-			{"index_n_heads", "attention.indexer.head_count"},
-			{"index_head_dim", "attention.indexer.key_length"},
-			{"index_topk", "attention.indexer.top_k"},
-		} {
-			if err := k.u32(e.suffix, required(h, e.key)); err != nil {
-				return nil, err
-			}
-		}
 	case glm4MoeLite:
 		if m.nextn > 0 {
 			if err := k.u32("nextn_predict_layers", m.nextn); err != nil {
@@ -392,30 +379,3 @@ func (m *deepseek2) Modify(in Input, bid int) ([]Output, error) {
 }
 
 func (m *deepseek2) Finish() error { return m.experts.finish() }
-
-// maxTokenizerConfig bounds the tokenizer_config.json read for its
-// add_bos_token (chat templates and added-token tables make real ones a
-// few hundred KB).
-const maxTokenizerConfig = 16 << 20
-
-// requireAddBOS is DeepseekV32Model.set_vocab's assertion that the
-// tokenizer adds a BOS token: tokenizer_config.json's add_bos_token must
-// be true (transformers' tokenizers default to false).
-func requireAddBOS(dir string) error {
-	path := filepath.Join(dir, "tokenizer_config.json")
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("arch: DeepSeek-V3.2 needs add_bos_token true in tokenizer_config.json (the converter asserts it): %w", err)
-	}
-	defer f.Close()
-	var tc struct {
-		AddBOS any `json:"add_bos_token"`
-	}
-	if err := json.NewDecoder(io.LimitReader(f, maxTokenizerConfig)).Decode(&tc); err != nil {
-		return fmt.Errorf("arch: %s: %w", path, err)
-	}
-	if b, _ := tc.AddBOS.(bool); !b {
-		return fmt.Errorf("%w: %s: add_bos_token is %s: DeepSeek-V3.2 needs it true (the converter asserts it)", ErrConfig, path, describe(tc.AddBOS))
-	}
-	return nil
-}
