@@ -70,6 +70,7 @@ const (
 	VocabGemma3        VocabKind = "gemma3"        // Gemma3Model.set_vocab
 	VocabPhi3          VocabKind = "phi3"          // Phi3MiniModel.set_vocab
 	VocabBert          VocabKind = "bert"          // BertModel.set_vocab (WordPiece)
+	VocabGLM           VocabKind = "glm"           // _set_vocab_glm
 )
 
 // Model is one model class of the converter bound to a model's hparams.

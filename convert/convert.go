@@ -139,6 +139,10 @@ func open(path string, opts Options) (*job, error) {
 		return openLegacy(m, opts)
 	}
 	j := &job{opts: opts, model: m, h: arch.HParams(m.Config.Params)}
+	if err := dequantSource(m, j.h); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("convert: %s: %w", m.Root, err)
+	}
 	if j.plugin, err = arch.New(j.h, m.Root); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("convert: %s: %w", m.Root, err)

@@ -49,6 +49,8 @@ func TestFixtures(t *testing.T) {
 		{"gemma2", "One, two, three, four"},
 		{"gpt2", "The quick brown fox"},
 		{"mixtral", "Two experts of four, chosen per token"},
+		{"dsv3", "Latent attention, shared and routed experts"},
+		{"glm47flash", "One more block for the next token"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

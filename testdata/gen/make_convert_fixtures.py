@@ -1114,6 +1114,8 @@ FIXTURES["seedoss"] = dict(
 # keys of an entry, for checkpoints save_pretrained does not write as the Hub has them:
 #   post_save(root, spec)  rewrites the saved weights in the fixture folder (e.g. FP8 block-quantized
 #                          or MXFP4 tensors as the real checkpoint stores them);
+#   write_weights(root, spec)  writes the weights instead of a transformers model (a class transformers does
+#                          not have: remote-code models), with the real tensor names; no logits;
 #   logits_from            the fixture whose logits stand for this one (the same weights stored another
 #                          way), or False for none; default: computed from this fixture's folder.
 import glob as _glob
@@ -1239,6 +1241,12 @@ def build(out, name):
         write_json(os.path.join(root, rel), obj)
     for rel, obj in spec.get("tokenizer_overrides", {}).items():
         write_json(os.path.join(root, "tokenizer-override", rel), obj)
+
+    if spec.get("write_weights"):
+        # No transformers class (remote-code models): the fixture file writes the weights.
+        spec["write_weights"](root, spec)
+        write_manifest(out, name)
+        return
 
     cfg = transformers.AutoConfig.from_pretrained(root)
     model_cls = getattr(transformers, spec["cls"])

@@ -44,10 +44,11 @@ const (
 type moeKind uint8
 
 const (
-	moeNone   moeKind = iota // dense only
-	moeLlama                 // top-k of soft-max, weights renormalised (Mixtral)
-	moeNormed                // the same with expert_feed_forward_length (qwen3moe)
-	moeShared                // weights not renormalised, plus a sigmoid-gated shared expert (qwen2moe)
+	moeNone     moeKind = iota // dense only
+	moeLlama                   // top-k of soft-max, weights renormalised (Mixtral)
+	moeNormed                  // the same with expert_feed_forward_length (qwen3moe)
+	moeShared                  // weights not renormalised, plus a sigmoid-gated shared expert (qwen2moe)
+	moeDeepseek                // deepseek2: soft-max or sigmoid gating, selection bias, expert groups, scaled weights, shared experts
 )
 
 // moeInfo says whether and how an architecture routes its FFN.
@@ -58,6 +59,14 @@ type moeInfo struct {
 
 // normW reports whether the top-k weights are renormalised to sum to 1.
 func (m moeInfo) normW() bool { return m.kind == moeLlama || m.kind == moeNormed }
+
+// normW reports whether a model renormalises its top-k expert weights.
+func (c *Config) normW() bool {
+	if c.arch.moe.kind == moeDeepseek {
+		return c.ExpertWeightsNorm
+	}
+	return c.arch.moe.normW()
+}
 
 // archInfo is one row of the architecture table: the graph's options, the
 // architecture's extra hyperparameters (its load_arch_hparams) and its tensors
@@ -87,6 +96,10 @@ type archInfo struct {
 	// checkRot: llama.cpp's loader refuses n_rot ≠ head size (llama);
 	// sameHeadDims and rotIsHead are the graph's GGML_ASSERTs.
 	checkRot, sameHeadDims, rotIsHead bool
+	// mla is deepseek2's multi-head latent attention, run as llama.cpp
+	// runs it: absorbed into an MQA over the normalised latent and the
+	// rotated key part (see Session.mlaAttention).
+	mla bool
 
 	hparams func(c *Config, r *kvReader) error
 	tensors []rule
@@ -160,6 +173,35 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}},
 			ffnNormRule,
 		}, gatedFFNRules(false)),
+	},
+	"deepseek2": {
+		norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLU, mla: true,
+		moe:     moeInfo{kind: moeDeepseek},
+		hparams: deepseek2Hparams,
+		tensors: concat(headRules(true, false), []rule{
+			attnNormRule,
+			{name: "blk.%d.attn_q.weight", dims: []dim{dEmbd, dQMLA}, only: onlyNoQLora},
+			{name: "blk.%d.attn_q_a.weight", dims: []dim{dEmbd, dQLora}, only: onlyQLora},
+			{name: "blk.%d.attn_q_a_norm.weight", dims: []dim{dQLora}, only: onlyQLora},
+			{name: "blk.%d.attn_q_b.weight", dims: []dim{dQLora, dQMLA}, only: onlyQLora},
+			{name: "blk.%d.attn_kv_a_mqa.weight", dims: []dim{dEmbd, dKVA}},
+			{name: "blk.%d.attn_kv_a_norm.weight", dims: []dim{dKVLora}},
+			{name: "blk.%d.attn_k_b.weight", dims: []dim{dNope, dKVLora, dHeads}},
+			{name: "blk.%d.attn_v_b.weight", dims: []dim{dKVLora, dVMLA, dHeads}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dOutMLA, dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_gate.weight", dims: []dim{dEmbd, dFF}, only: onlyLeadDense},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}, only: onlyLeadDense},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}, only: onlyLeadDense},
+			{name: "blk.%d.ffn_gate_inp.weight", dims: []dim{dEmbd, dExperts}, only: onlyRouted},
+			{name: "blk.%d.exp_probs_b.bias", dims: []dim{dExperts}, only: onlyRouted, optional: true},
+			{name: "blk.%d.ffn_gate_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyRouted},
+			{name: "blk.%d.ffn_down_exps.weight", dims: []dim{dFFExp, dEmbd, dExperts}, only: onlyRouted},
+			{name: "blk.%d.ffn_up_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyRouted},
+			{name: "blk.%d.ffn_gate_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyRouted},
+			{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyRouted},
+			{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyRouted},
+		}),
 	},
 	"gemma": {
 		norm: normRMS, rope: ropeNeox, ffn: ffnGeGLU, embedScale: true, scaleQ: true,
@@ -397,6 +439,109 @@ func phi3Hparams(c *Config, r *kvReader) error {
 	return nil
 }
 
+// deepseek2Hparams mirrors llama_model_deepseek2::load_arch_hparams for
+// what the graph uses: the MLA ranks and widths (q_lora_rank is not read
+// for the "lite" layer counts), the leading dense blocks, the shared
+// experts, the router's gating (soft-max when absent, sigmoid for
+// GLM-4.7-Flash's layer count and vocabulary), its weight normalisation and
+// scale, the expert groups and YaRN's log multiplier; and
+// llama_model_deepseek2::graph's kq_scale.
+func deepseek2Hparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("nextn_predict_layers"), &c.NextN, false); err != nil {
+		return err
+	}
+	if c.NextN >= c.Layers {
+		return fmt.Errorf("%w: %d of %d blocks are multi-token prediction", ErrMetadata, c.NextN, c.Layers)
+	}
+	// hparams.n_layer() is the blocks without the MTP ones.
+	c.Layers -= c.NextN
+	c.SWA = c.SWA[:c.Layers]
+	lite := c.Layers == 27 || c.Layers == 26 || (c.Layers == 48 && c.Vocab == 128256)
+	if _, err := r.u32(r.key("leading_dense_block_count"), &c.DenseLead, false); err != nil {
+		return err
+	}
+	if !lite {
+		if _, err := r.u32(r.key("attention.q_lora_rank"), &c.QLora, true); err != nil {
+			return err
+		}
+	}
+	if _, err := r.u32(r.key("attention.kv_lora_rank"), &c.KVLora, true); err != nil {
+		return err
+	}
+	// n_embd_head_k_mla / _v_mla: the MLA keys, else the MHA widths.
+	c.HeadDimKMLA, c.HeadDimVMLA = c.HeadDimK, c.HeadDimV
+	if _, err := r.u32(r.key("attention.key_length_mla"), &c.HeadDimKMLA, false); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("attention.value_length_mla"), &c.HeadDimVMLA, false); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("expert_shared_count"), &c.ExpertShared, true); err != nil {
+		return err
+	}
+	c.ExpertWeightsScale = 0
+	if _, err := r.f32(r.key("expert_weights_scale"), &c.ExpertWeightsScale, false); err != nil {
+		return err
+	}
+	if _, err := r.boolean(r.key("expert_weights_norm"), &c.ExpertWeightsNorm, false); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("expert_gating_func"), &c.ExpertGating, false); err != nil {
+		return err
+	}
+	if c.ExpertGating == 0 {
+		c.ExpertGating = 1
+		if (c.Layers == 47 || c.Layers == 48) && c.Vocab == 154880 {
+			c.ExpertGating = 2
+		}
+	}
+	if c.ExpertGating != 1 && c.ExpertGating != 2 {
+		return fmt.Errorf("%w: expert gating function %d", ErrUnsupported, c.ExpertGating)
+	}
+	if _, err := r.u32(r.key("expert_group_count"), &c.ExpertGroups, false); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("expert_group_used_count"), &c.GroupsUsed, false); err != nil {
+		return err
+	}
+	if c.ExpertGroups > 1 && (c.Experts%c.ExpertGroups != 0 || c.GroupsUsed < 1 || c.GroupsUsed > c.ExpertGroups) {
+		return fmt.Errorf("%w: %d experts in %d groups, %d used", ErrMetadata, c.Experts, c.ExpertGroups, c.GroupsUsed)
+	}
+	if found, err := r.f32(r.key("rope.scaling.yarn_log_multiplier"), &c.YarnLogMul, false); err != nil {
+		return err
+	} else if found {
+		// [TAG_DEEPSEEK2_YARN_LOG_MUL_FIX]: the converter wrote 0.1 × it.
+		c.YarnLogMul /= 0.1
+	}
+	if c.HeadsKV != 1 || c.KVLora <= 0 || c.KVLora > maxDim || c.HeadDimK != c.KVLora+c.Rot || c.HeadDimV != c.KVLora ||
+		c.HeadDimKMLA <= c.Rot || c.HeadDimKMLA > maxDim || c.HeadDimVMLA <= 0 || c.HeadDimVMLA > maxDim ||
+		c.QLora < 0 || c.QLora > maxDim || c.DenseLead > c.Layers {
+		return fmt.Errorf("%w: deepseek2 MLA of %d key/value heads, rank %d, widths %d/%d (MLA %d/%d), rope %d, %d dense blocks",
+			ErrMetadata, c.HeadsKV, c.KVLora, c.HeadDimK, c.HeadDimV, c.HeadDimKMLA, c.HeadDimVMLA, c.Rot, c.DenseLead)
+	}
+	if c.Experts > 0 {
+		if c.ExpertShared < 1 || c.ExpertShared > maxDim/c.FFExp {
+			return fmt.Errorf("%w: %d shared experts of width %d", ErrMetadata, c.ExpertShared, c.FFExp)
+		}
+		// The shared experts are one FFN of their summed width.
+		c.FFShared = c.FFExp * c.ExpertShared
+	}
+	return nil
+}
+
+// mlaKQScale is llama_model_deepseek2::graph's kq_scale: YaRN's attention
+// factor with the ext-factor correction cancelled, times the mscale of the
+// log multiplier, squared, over sqrt(n_embd_head_k_mla).
+func (c *Config) mlaKQScale() float32 {
+	lnf := float32(math.Log(float64(1 / c.RopeFreqScale)))
+	org := c.RopeAttnFactor * (1 + 0.1*lnf)
+	mscale := org * (1 + 0.1*c.YarnLogMul*lnf)
+	return mscale * mscale / float32(math.Sqrt(float64(c.HeadDimKMLA)))
+}
+
 // A dim is a tensor dimension in terms of the hyperparameters.
 type dim uint8
 
@@ -415,6 +560,15 @@ const (
 	dExperts             // n_expert
 	dFFExp               // each routed expert's FFN width
 	dFFShared            // the shared expert's FFN width
+	dQLora               // q_lora_rank
+	dQMLA                // n_head·n_embd_head_k_mla
+	dKVA                 // kv_lora_rank + n_rot
+	dKVLora              // kv_lora_rank
+	dNope                // n_embd_head_k_mla − n_rot
+	dVMLA                // n_embd_head_v_mla
+	dHeads               // n_head
+	dOutMLA              // n_head·n_embd_head_v_mla
+	dEmbd2               // 2·n_embd
 )
 
 func (c *Config) size(d dim) int64 {
@@ -447,6 +601,24 @@ func (c *Config) size(d dim) int64 {
 		return int64(c.FFExp)
 	case dFFShared:
 		return int64(c.FFShared)
+	case dQLora:
+		return int64(c.QLora)
+	case dQMLA:
+		return int64(c.Heads * c.HeadDimKMLA)
+	case dKVA:
+		return int64(c.KVLora + c.Rot)
+	case dKVLora:
+		return int64(c.KVLora)
+	case dNope:
+		return int64(c.HeadDimKMLA - c.Rot)
+	case dVMLA:
+		return int64(c.HeadDimVMLA)
+	case dHeads:
+		return int64(c.Heads)
+	case dOutMLA:
+		return int64(c.Heads * c.HeadDimVMLA)
+	case dEmbd2:
+		return 2 * int64(c.Embd)
 	}
 	panic(fmt.Sprintf("forward: unknown dim %d", d))
 }
@@ -472,15 +644,35 @@ const (
 	always ruleScope = iota
 	onlyDense
 	onlyMoE
+	// deepseek2's per-block scopes: a dense FFN in the leading blocks (or
+	// every block of a model without experts), routed experts after them;
+	// attn_q without a query LoRA, attn_q_a/b with one.
+	onlyLeadDense
+	onlyRouted
+	onlyNoQLora
+	onlyQLora
 )
 
-// applies reports whether the rule is part of configuration c.
-func (r rule) applies(c *Config) bool {
+// applies reports whether the rule is part of configuration c (for a
+// per-block rule, of some block).
+func (r rule) applies(c *Config) bool { return r.appliesAt(c, -1) }
+
+// appliesAt reports whether the rule is part of block il of configuration
+// c (il < 0: any block).
+func (r rule) appliesAt(c *Config, il int) bool {
 	switch r.only {
 	case onlyDense:
 		return c.Experts == 0
 	case onlyMoE:
 		return c.Experts > 0
+	case onlyLeadDense:
+		return il < 0 || c.Experts == 0 || il < c.DenseLead
+	case onlyRouted:
+		return c.Experts > 0 && (il < 0 || il >= c.DenseLead)
+	case onlyNoQLora:
+		return c.QLora == 0
+	case onlyQLora:
+		return c.QLora > 0
 	}
 	return true
 }
@@ -586,10 +778,25 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 			add(r.name, r.optional, r.dims...)
 		}
 	}
+	for il := c.Layers; il < c.Layers+c.NextN; il++ {
+		// Multi-token-prediction blocks: everything optional.
+		for _, r := range c.arch.tensors {
+			if strings.Contains(r.name, "%d") && r.appliesAt(c, il) {
+				add(fmt.Sprintf(r.name, il), true, r.dims...)
+			}
+		}
+		b := func(s string) string { return fmt.Sprintf("blk.%d.nextn.%s", il, s) }
+		add(b("eh_proj.weight"), true, dEmbd2, dEmbd)
+		for _, n := range []string{"enorm.weight", "hnorm.weight", "shared_head_norm.weight"} {
+			add(b(n), true, dEmbd)
+		}
+		add(b("embed_tokens.weight"), true, dEmbd, dVocab)
+		add(b("shared_head_head.weight"), true, dEmbd, dVocab)
+	}
 	for il := 0; il < c.Layers; il++ {
 		for _, r := range c.arch.tensors {
 			switch {
-			case !r.applies(c):
+			case !r.appliesAt(c, il):
 			case r.qkv:
 				in, q, k, v := r.dims[0], r.dims[1], r.dims[2], r.dims[3]
 				fused := fmt.Sprintf("blk.%d.attn_qkv.weight", il)

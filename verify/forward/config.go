@@ -81,6 +81,28 @@ type Config struct {
 	// SlidingWindow is the window of the layers marked in SWA.
 	SlidingWindow int
 	SWA           []bool
+	// Multi-head latent attention (deepseek2): the query and key/value LoRA
+	// ranks (QLora 0: a plain attn_q), the per-head query/key and value
+	// widths after decompression (HeadDimK and HeadDimV are the latent
+	// MQA's), and YaRN's mscale_all_dim (rope.scaling.yarn_log_multiplier
+	// / 0.1).
+	QLora, KVLora, HeadDimKMLA, HeadDimVMLA int
+	YarnLogMul                              float32
+	// NextN is the number of multi-token-prediction blocks after Layers
+	// (nextn_predict_layers): their tensors may be present, they are not
+	// run (llama.cpp skips them unless asked to load them).
+	NextN int
+	// DenseLead is the number of leading blocks with a dense FFN;
+	// ExpertShared the shared experts (of width FFExp each) after them.
+	DenseLead, ExpertShared int
+	// ExpertGating is the router's gating function (1 soft-max, 2 sigmoid);
+	// ExpertWeightsNorm and ExpertWeightsScale renormalise and scale the
+	// selected weights; ExpertGroups and GroupsUsed restrict the choice to
+	// the best groups of experts.
+	ExpertGating             int
+	ExpertWeightsNorm        bool
+	ExpertWeightsScale       float32
+	ExpertGroups, GroupsUsed int
 
 	arch *archInfo
 }
@@ -204,6 +226,9 @@ func ParseConfig(md Metadata) (*Config, error) {
 	}
 	if err := c.deriveRope(); err != nil {
 		return nil, err
+	}
+	if a.mla {
+		c.AttnScale = c.mlaKQScale()
 	}
 	return c, nil
 }
@@ -358,7 +383,7 @@ func (c *Config) readExperts(r *kvReader) error {
 	if _, err := r.u32(r.key("expert_group_count"), &groups, false); err != nil {
 		return err
 	}
-	if groups > 1 {
+	if groups > 1 && c.arch.moe.kind != moeDeepseek {
 		return fmt.Errorf("%w: expert groups (%d)", ErrUnsupported, groups)
 	}
 	return nil
@@ -467,11 +492,24 @@ func (c *Config) deriveRope() error {
 	if c.RopeScaling == "yarn" {
 		c.RopeExtFactor = 1
 		factor := 1 / c.RopeFreqScale
-		mscale := float32(1)
-		if factor > 1 {
-			mscale = float32(0.1*math.Log(float64(factor))) + 1
+		getMscale := func(m float32) float32 {
+			if factor <= 1 {
+				return 1
+			}
+			return 0.1*m*float32(math.Log(float64(factor))) + 1
 		}
-		attn = mscale * (1 / (1 + float32(0.1*math.Log(float64(factor)))))
+		attn = getMscale(1)
+		if c.YarnLogMul != 0 {
+			// llama_context: mscale_all_dim from the log multiplier, and
+			// mscale assumed 1 except for deepseek2, where a value other
+			// than 1 is taken as mscale too (DeepSeek-V2's config).
+			mscale := float32(1)
+			if c.Arch == "deepseek2" && c.YarnLogMul != 1 {
+				mscale = c.YarnLogMul
+			}
+			attn = getMscale(mscale) / getMscale(c.YarnLogMul)
+		}
+		attn *= 1 / (1 + float32(0.1*math.Log(float64(factor))))
 	}
 	c.RopeAttnFactor *= attn
 	return nil

@@ -50,6 +50,12 @@ type layer struct {
 	gateExps, upExps, downExps   []*matrix
 	gateShared, upShared, downSh *matrix
 	gateInpShared                []float32
+	// deepseek2: the query LoRA, the latent key/value projection and norm,
+	// the per-head decompressions k_b and v_b, the selection bias.
+	wqA, wqB, wkvA  *matrix
+	qANorm, kvANorm []float32
+	wkB, wvB        []*matrix
+	expProbsB       []float32
 }
 
 // Config returns the model's configuration.
@@ -209,6 +215,14 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.gateShared, b("ffn_gate_shexp.weight"))
 		set(&ly.upShared, b("ffn_up_shexp.weight"))
 		set(&ly.downSh, b("ffn_down_shexp.weight"))
+		set(&ly.wqA, b("attn_q_a.weight"))
+		set(&ly.qANorm, b("attn_q_a_norm.weight"))
+		set(&ly.wqB, b("attn_q_b.weight"))
+		set(&ly.wkvA, b("attn_kv_a_mqa.weight"))
+		set(&ly.kvANorm, b("attn_kv_a_norm.weight"))
+		set(&ly.wkB, b("attn_k_b.weight"))
+		set(&ly.wvB, b("attn_v_b.weight"))
+		set(&ly.expProbsB, b("exp_probs_b.bias"))
 		if err != nil {
 			return nil, err
 		}

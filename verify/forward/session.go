@@ -157,9 +157,63 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 	for t := range x {
 		s.norm(h[t], x[t], ly.attnNorm, ly.attnNormB)
 	}
+	attn := s.selfAttention
+	if c.arch.mla {
+		attn = s.mlaAttention
+	}
+	o, err := attn(ctx, il, ly, h)
+	if err != nil {
+		return err
+	}
+	if c.ParallelResidual {
+		// x + ffn(ln2(x)) + attn(ln1(x)), added in ggml's order.
+		for t := range x {
+			s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
+		}
+		f := rows(T, c.Embd)
+		if err := s.ffn(ctx, ly, h, f); err != nil {
+			return err
+		}
+		for t := range x {
+			for i := range x[t] {
+				x[t][i] = (f[t][i] + x[t][i]) + o[t][i]
+			}
+		}
+		return nil
+	}
+	for t := range o {
+		if ly.attnPost != nil {
+			rmsNorm(o[t], o[t], ly.attnPost, c.NormEps)
+		}
+		for i := range o[t] {
+			x[t][i] += o[t][i]
+		}
+		s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
+	}
+	f := rows(T, c.Embd)
+	if err := s.ffn(ctx, ly, h, f); err != nil {
+		return err
+	}
+	for t := range f {
+		if ly.ffnPost != nil {
+			rmsNorm(f[t], f[t], ly.ffnPost, c.NormEps)
+		}
+		for i := range f[t] {
+			x[t][i] += f[t][i]
+		}
+	}
+	return nil
+}
+
+// selfAttention is the attention of a block: Q, K and V projected from h
+// (with q/k norms, RoPE, Q scaling as the architecture says), appended to
+// the cache, attended, and projected by attn_output.
+func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]float32) ([][]float32, error) {
+	c := s.m.cfg
+	T := len(h)
 	q, k, v := rows(T, c.headsQ()), rows(T, c.kvDimK()), rows(T, c.kvDimV())
 	if err := s.qkv(ctx, ly, h, q, k, v); err != nil {
-		return err
+		return nil, err
 	}
 	if ly.qNorm != nil {
 		for t := range q {
@@ -202,50 +256,13 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 	}
 	att := rows(T, c.outDimV())
 	if err := s.attention(ctx, il, q, att); err != nil {
-		return err
+		return nil, err
 	}
 	o := rows(T, c.Embd)
 	if err := s.mul(ctx, ly.wo, ly.bo, att, o); err != nil {
-		return err
+		return nil, err
 	}
-	if c.ParallelResidual {
-		// x + ffn(ln2(x)) + attn(ln1(x)), added in ggml's order.
-		for t := range x {
-			s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
-		}
-		f := rows(T, c.Embd)
-		if err := s.ffn(ctx, ly, h, f); err != nil {
-			return err
-		}
-		for t := range x {
-			for i := range x[t] {
-				x[t][i] = (f[t][i] + x[t][i]) + o[t][i]
-			}
-		}
-		return nil
-	}
-	for t := range o {
-		if ly.attnPost != nil {
-			rmsNorm(o[t], o[t], ly.attnPost, c.NormEps)
-		}
-		for i := range o[t] {
-			x[t][i] += o[t][i]
-		}
-		s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
-	}
-	f := rows(T, c.Embd)
-	if err := s.ffn(ctx, ly, h, f); err != nil {
-		return err
-	}
-	for t := range f {
-		if ly.ffnPost != nil {
-			rmsNorm(f[t], f[t], ly.ffnPost, c.NormEps)
-		}
-		for i := range f[t] {
-			x[t][i] += f[t][i]
-		}
-	}
-	return nil
+	return o, nil
 }
 
 // qkv projects h to Q, K and V through a fused or split weight
@@ -414,19 +431,30 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 	sel := make([][]int, T)
 	weights := make([][]float32, T)
 	for t, p := range probs {
-		softmax(p, 1)
-		sel[t] = topK(p, k)
+		if c.ExpertGating == 2 {
+			for i, x := range p {
+				p[i] = 1 / (1 + float32(math.Exp(float64(-x))))
+			}
+		} else {
+			softmax(p, 1)
+		}
+		sel[t] = topK(s.selectionScores(ly, p), k)
 		weights[t] = make([]float32, k)
 		var sum float64
 		for j, e := range sel[t] {
 			weights[t][j] = p[e]
 			sum += float64(p[e])
 		}
-		if c.arch.moe.normW() {
+		if c.normW() {
 			// ggml_sum_rows, clamped to the smallest normal fp16 value.
 			d := max(float32(sum), 6.103515625e-5)
 			for j := range weights[t] {
 				weights[t][j] /= d
+			}
+		}
+		if w := c.ExpertWeightsScale; w != 0 && w != 1 {
+			for j := range weights[t] {
+				weights[t][j] *= w
 			}
 		}
 	}
@@ -471,6 +499,19 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 			}
 		}
 	}
+	if c.arch.moe.kind == moeDeepseek {
+		// The shared experts, added ungated.
+		sh := rows(T, c.Embd)
+		if err := s.swiglu(ctx, ly.gateShared, ly.upShared, ly.downSh, h, sh); err != nil {
+			return err
+		}
+		for t := range out {
+			for d, v := range sh[t] {
+				out[t][d] += v
+			}
+		}
+		return nil
+	}
 	if ly.gateInpShared == nil {
 		return nil
 	}
@@ -485,6 +526,41 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 		}
 	}
 	return nil
+}
+
+// selectionScores are build_moe_ffn's selection probabilities: the
+// router's, plus the selection bias (exp_probs_b, DeepSeek-V3), with every
+// expert outside the ExpertGroups' GroupsUsed best groups (a group scored
+// by the sum of its two best) at -Inf.
+func (s *Session) selectionScores(ly *layer, p []float32) []float32 {
+	c := s.m.cfg
+	if ly.expProbsB == nil && c.ExpertGroups <= 1 {
+		return p
+	}
+	sc := slices.Clone(p)
+	for i, b := range ly.expProbsB {
+		sc[i] += b
+	}
+	if c.ExpertGroups <= 1 {
+		return sc
+	}
+	per := c.Experts / c.ExpertGroups
+	groupScore := make([]float32, c.ExpertGroups)
+	for g := range groupScore {
+		grp := sc[g*per : (g+1)*per]
+		for _, i := range topK(grp, min(2, per)) {
+			groupScore[g] += grp[i]
+		}
+	}
+	keep := topK(groupScore, c.GroupsUsed)
+	for g := range groupScore {
+		if !slices.Contains(keep, g) {
+			for i := g * per; i < (g+1)*per; i++ {
+				sc[i] = float32(math.Inf(-1))
+			}
+		}
+	}
+	return sc
 }
 
 // topK returns the indexes of the k largest values, largest first (ties:
