@@ -49,6 +49,7 @@ func TestFixtures(t *testing.T) {
 		{"gemma2", "One, two, three, four"},
 		{"gpt2", "The quick brown fox"},
 		{"mixtral", "Two experts of four, chosen per token"},
+		{"gptossmxfp4", "Sinks, windows and experts in MXFP4"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
