@@ -104,3 +104,46 @@ func TestGptOssMalformedMXFP4(t *testing.T) {
 		})
 	}
 }
+
+// TestGptOssPlannedMXFP4: what a plan reads of the MXFP4 checkpoint (as
+// verify --source does) is its repacked experts decoded, which are the
+// dequantized checkpoint's values: every tensor of gptossmxfp4's plan
+// equals gptoss's.
+func TestGptOssPlannedMXFP4(t *testing.T) {
+	ctx := context.Background()
+	plan := func(name string) *Planned {
+		dir := filepath.Join(fixtures, name)
+		p, err := Plan(ctx, assemble(t, dir, loadFixture(t, dir), false), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	mx, bf := plan("gptossmxfp4"), plan("gptoss")
+	want := map[string][]uint64{}
+	for _, pt := range bf.Tensors() {
+		want[pt.Name] = pt.Shape
+	}
+	if len(mx.Tensors()) != len(want) {
+		t.Fatalf("%d tensors, gptoss has %d", len(mx.Tensors()), len(want))
+	}
+	for _, pt := range mx.Tensors() {
+		n := uint64(1)
+		for _, d := range pt.Shape {
+			n *= d
+		}
+		a, b := make([]float32, n), make([]float32, n)
+		if err := mx.ReadFloat32(ctx, pt.Name, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := bf.ReadFloat32(ctx, pt.Name, b); err != nil {
+			t.Fatal(err)
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("%s[%d] = %g, gptoss %g", pt.Name, i, a[i], b[i])
+			}
+		}
+	}
+}
