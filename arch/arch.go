@@ -54,6 +54,29 @@ type Output struct {
 	// modify_tensors was called with), and Bid its block number (-1: none).
 	HFName string
 	Bid    int
+	// Packed, when set, makes a prequantized tensor, one the converter
+	// hands to add_tensor with a raw_dtype: its bytes, already in
+	// PackedType, computed from its sources' stored bytes (in Sources
+	// order), and written as PackedType whatever the outtype. Shape counts
+	// values, not bytes.
+	Packed     func(srcs [][]byte) ([]byte, error)
+	PackedType gguf.Type
+}
+
+// InputsExtra is implemented by a model whose generate_extra_tensors reads
+// the checkpoint's tensors (gpt-oss repacks its MXFP4 experts there): its
+// outputs come after Extra's and before every Modify output, and are
+// given the filtered inputs in the converter's order.
+type InputsExtra interface {
+	ExtraFrom(inputs []Input) ([]Output, error)
+}
+
+// SelfDequantizer is implemented by a model whose class overrides
+// dequant_model to read its own quantized tensors (gpt-oss's MXFP4
+// experts): when OwnsQuantization is true, convert leaves the checkpoint's
+// quantization_config to the model instead of dequantizing or refusing it.
+type SelfDequantizer interface {
+	OwnsQuantization() bool
 }
 
 // VocabKind names the tokenizer routine of a model class (its set_vocab).

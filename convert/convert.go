@@ -139,13 +139,15 @@ func open(path string, opts Options) (*job, error) {
 		return openLegacy(m, opts)
 	}
 	j := &job{opts: opts, model: m, h: arch.HParams(m.Config.Params)}
-	if err := dequantSource(m, j.h); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("convert: %s: %w", m.Root, err)
-	}
 	if j.plugin, err = arch.New(j.h, m.Root); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("convert: %s: %w", m.Root, err)
+	}
+	if sd, ok := j.plugin.(arch.SelfDequantizer); !ok || !sd.OwnsQuantization() {
+		if err := dequantSource(m, j.h); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("convert: %s: %w", m.Root, err)
+		}
 	}
 	outType := opts.OutType
 	if outType == "" {
@@ -444,6 +446,13 @@ const chunkValues = 1 << 20
 // transform (a permutation, a stack of experts) is computed whole.
 func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) error {
 	cols := t.RowLen()
+	if t.Packed != nil {
+		b, err := j.packed(t)
+		if err != nil {
+			return err
+		}
+		return w.WriteTensor(t.Name, b)
+	}
 	if t.RowOrder != nil && len(t.Sources) == 1 && len(t.Shape) == 2 && int64(len(t.RowOrder)) == t.Shape[0] {
 		// Rows reordered only (the Q/K permutation): straight from the
 		// stored rows when the dtypes allow it.
@@ -576,8 +585,45 @@ func (j *job) writeReordered(ctx context.Context, rr readers.RowReader, tw *writ
 	return nil
 }
 
+// packed computes a prequantized tensor's bytes (arch.Output.Packed) from
+// its sources' stored bytes.
+func (j *job) packed(t *Tensor) ([]byte, error) {
+	rr, ok := j.model.Source.(readers.RawReader)
+	if !ok {
+		return nil, fmt.Errorf("a %s source cannot give the stored bytes of a prequantized tensor", j.model.Source.Format())
+	}
+	srcs := make([][]byte, len(t.Sources))
+	for i, s := range t.Sources {
+		b, err := rr.RawBytes(s.Source)
+		if err != nil {
+			return nil, err
+		}
+		srcs[i] = b
+	}
+	out, err := t.Packed(srcs)
+	if err != nil {
+		return nil, err
+	}
+	rs, _ := t.PackedType.RowSize(uint64(t.RowLen()))
+	if want := rs * uint64(t.Elements()/t.RowLen()); uint64(len(out)) != want {
+		return nil, fmt.Errorf("repacked into %d bytes, want %d for %s of shape %v", len(out), want, t.PackedType, t.Shape)
+	}
+	return out, nil
+}
+
 // values computes a tensor's float32 values from its sources.
 func (j *job) values(ctx context.Context, t *Tensor) ([]float32, error) {
+	if t.Packed != nil {
+		b, err := j.packed(t)
+		if err != nil {
+			return nil, err
+		}
+		v := make([]float32, t.Elements())
+		if err := quantize.Decode(t.PackedType, v, b, int(t.RowLen())); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
 	if len(t.Sources) == 0 {
 		if int64(len(t.Data)) != t.Elements() {
 			return nil, fmt.Errorf("generated tensor has %d values for shape %v", len(t.Data), t.Shape)

@@ -21,14 +21,23 @@ func (j *job) runQuantized(ctx context.Context, kvs []gguf.KV, tensors []Tensor,
 	var off uint64
 	for i := range tensors {
 		t := &tensors[i]
-		if t.Type != gguf.F32 {
+		typ := gguf.F32
+		size := uint64(t.Elements()) * 4
+		switch {
+		case t.Packed != nil:
+			// A prequantized tensor is in the F32 conversion as it is
+			// stored: requantize sees a quantized tensor, as
+			// llama-quantize does in the converter's output.
+			typ = t.Type
+			rs, _ := typ.RowSize(uint64(t.RowLen()))
+			size = rs * uint64(t.Elements()/t.RowLen())
+		case t.Type != gguf.F32:
 			// The F32 conversion keeps every tensor in F32.
 			return nil, fmt.Errorf("convert: tensor %q planned as %s in an F32 conversion", t.Name, t.Type)
 		}
-		size := uint64(t.Elements()) * 4
 		m.byName[t.Name] = t
 		m.tensors = append(m.tensors, requantize.InputTensor{
-			TensorInfo: gguf.TensorInfo{Name: t.Name, Type: gguf.F32, Shape: t.GGUFShape(), Offset: off},
+			TensorInfo: gguf.TensorInfo{Name: t.Name, Type: typ, Shape: t.GGUFShape(), Offset: off},
 			Size:       size,
 		})
 		next, ok := gguf.AlignUp(off+size, 32)
@@ -149,6 +158,9 @@ func (m *f32Model) Data(t *requantize.InputTensor) ([]byte, error) {
 	ct, ok := m.byName[t.Name]
 	if !ok {
 		return nil, fmt.Errorf("no tensor %q", t.Name)
+	}
+	if ct.Packed != nil {
+		return m.j.packed(ct)
 	}
 	v, err := m.j.values(m.ctx, ct)
 	if err != nil {

@@ -86,6 +86,13 @@ func planTensors(m arch.Model, src readers.Source, root string, ft gguf.FileType
 		seen[name] = len(inputs)
 		inputs = append(inputs, in)
 	}
+	if ie, ok := m.(arch.InputsExtra); ok {
+		more, err := ie.ExtraFrom(inputs)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, more...)
+	}
 	sizes := fileSizes{root: root, files: map[string]string{}, size: map[string]int64{}}
 	for _, t := range src.Tensors() {
 		sizes.files[t.Name] = t.File
@@ -195,6 +202,9 @@ func checkOutput(o *arch.Output) error {
 		}
 		return nil
 	}
+	if o.Packed != nil {
+		return checkPacked(o)
+	}
 	var have int64
 	for _, s := range o.Sources {
 		m, err := readers.NumElements(s.Shape)
@@ -207,6 +217,34 @@ func checkOutput(o *arch.Output) error {
 	}
 	if n > have {
 		return fmt.Errorf("%w: shape %v needs %d values, its sources hold %d", ErrTensor, o.Shape, n, have)
+	}
+	return nil
+}
+
+// checkPacked refuses a prequantized tensor whose bytes would be more
+// than its sources' stored bytes.
+func checkPacked(o *arch.Output) error {
+	cols := o.Shape[len(o.Shape)-1]
+	rs, ok := o.PackedType.RowSize(uint64(cols))
+	if !ok {
+		return fmt.Errorf("%w: rows of %d values cannot be %s", ErrTensor, cols, o.PackedType)
+	}
+	n, _ := readers.NumElements(o.Shape)
+	hi, need := bits.Mul64(rs, uint64(n/cols))
+	var have uint64
+	for _, s := range o.Sources {
+		m, err := readers.NumElements(s.Shape)
+		if err != nil {
+			return fmt.Errorf("%w: source %q: %w", ErrTensor, s.Source, err)
+		}
+		h, b := bits.Mul64(uint64(m), uint64(s.DType.Size()))
+		if h != 0 || have+b < have {
+			return fmt.Errorf("%w: its sources' size overflows", ErrTensor)
+		}
+		have += b
+	}
+	if hi != 0 || need > have {
+		return fmt.Errorf("%w: shape %v as %s needs %d bytes, its sources hold %d", ErrTensor, o.Shape, o.PackedType, need, have)
 	}
 	return nil
 }
@@ -242,6 +280,10 @@ var fileTypeTensorType = map[gguf.FileType]gguf.Type{
 
 // tensorType is the type rule of ModelBase.prepare_tensors.
 func tensorType(m arch.Model, o *arch.Output, ft gguf.FileType) (gguf.Type, bool) {
+	if o.Packed != nil {
+		// add_tensor(raw_dtype=...): stored as it comes, whatever the outtype.
+		return o.PackedType, false
+	}
 	nDims := len(o.Shape)
 	typ, forced := m.ForceType(o, nDims)
 	decided := forced

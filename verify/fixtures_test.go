@@ -51,6 +51,7 @@ func TestFixtures(t *testing.T) {
 		{"mixtral", "Two experts of four, chosen per token"},
 		{"dsv3", "Latent attention, shared and routed experts"},
 		{"glm47flash", "One more block for the next token"},
+		{"gptossmxfp4", "Sinks, windows and experts in MXFP4"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

@@ -49,6 +49,10 @@ const (
 	moeNormed                  // the same with expert_feed_forward_length (qwen3moe)
 	moeShared                  // weights not renormalised, plus a sigmoid-gated shared expert (qwen2moe)
 	moeDeepseek                // deepseek2: soft-max or sigmoid gating, selection bias, expert groups, scaled weights, shared experts
+	// moeOAI is gpt-oss's LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT with
+	// LLM_FFN_SWIGLU_OAI_MOE: the top-k of the biased router logits, soft-max
+	// over the chosen ones, experts with biases and the clamped SwiGLU.
+	moeOAI
 )
 
 // moeInfo says whether and how an architecture routes its FFN.
@@ -93,6 +97,12 @@ type archInfo struct {
 	// scaleQ multiplies Q by AttnScale and runs soft-max with scale 1
 	// (ggml_scale(Qcur) in gemma*, phi3); otherwise soft-max applies it.
 	scaleQ bool
+	// sinks: each attention head has a sink logit that joins its soft-max
+	// (attn_sinks, gpt-oss).
+	sinks bool
+	// ffnNormPostAttn: the FFN's input norm is stored as
+	// post_attention_norm (gpt-oss's attn_post_norm), not a post-norm.
+	ffnNormPostAttn bool
 	// checkRot: llama.cpp's loader refuses n_rot ≠ head size (llama);
 	// sameHeadDims and rotIsHead are the graph's GGML_ASSERTs.
 	checkRot, sameHeadDims, rotIsHead bool
@@ -297,6 +307,32 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
 			{name: "blk.%d.ffn_down.bias", dims: []dim{dEmbd}},
 			{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}},
+		},
+	},
+	// gpt-oss is llama_model_openai_moe (src/models/openai-moe.cpp).
+	"gpt-oss": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU, sinks: true, ffnNormPostAttn: true,
+		sameHeadDims: true, rotIsHead: true,
+		moe:     moeInfo{kind: moeOAI, required: true},
+		hparams: openaiMoeHparams,
+		tensors: []rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}},
+			attnNormRule,
+			{name: "blk.%d.post_attention_norm.weight", dims: []dim{dEmbd}},
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_sinks.weight", dims: []dim{dHeads}},
+			{name: "blk.%d.ffn_gate_inp.weight", dims: []dim{dEmbd, dExperts}},
+			{name: "blk.%d.ffn_gate_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}},
+			{name: "blk.%d.ffn_down_exps.weight", dims: []dim{dFFExp, dEmbd, dExperts}},
+			{name: "blk.%d.ffn_up_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}},
+			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.ffn_gate_inp.bias", dims: []dim{dExperts}},
+			{name: "blk.%d.ffn_gate_exps.bias", dims: []dim{dFFExp, dExperts}},
+			{name: "blk.%d.ffn_down_exps.bias", dims: []dim{dEmbd, dExperts}},
+			{name: "blk.%d.ffn_up_exps.bias", dims: []dim{dFFExp, dExperts}},
 		},
 	},
 	"gpt2": {
@@ -540,6 +576,25 @@ func (c *Config) mlaKQScale() float32 {
 	org := c.RopeAttnFactor * (1 + 0.1*lnf)
 	mscale := org * (1 + 0.1*c.YarnLogMul*lnf)
 	return mscale * mscale / float32(math.Sqrt(float64(c.HeadDimKMLA)))
+}
+
+// openaiMoeHparams mirrors llama_model_openai_moe::load_arch_hparams: the
+// sliding window is required, every other layer from the first is SWA
+// (pattern 2), and the SWA layers share the dense layers' rope unless
+// rope.freq_base_swa says otherwise.
+func openaiMoeHparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("attention.sliding_window"), &c.SlidingWindow, true); err != nil {
+		return err
+	}
+	if err := c.readSWAPattern(r, 2); err != nil {
+		return err
+	}
+	c.RopeBaseSWA, c.RopeFreqScaleSWA = c.RopeBase, c.RopeFreqScale
+	_, err := r.f32(r.key("rope.freq_base_swa"), &c.RopeBaseSWA, false)
+	return err
 }
 
 // A dim is a tensor dimension in terms of the hyperparameters.

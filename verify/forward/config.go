@@ -104,6 +104,13 @@ type Config struct {
 	ExpertWeightsScale       float32
 	ExpertGroups, GroupsUsed int
 
+	// yarnUntruncated leaves YaRN's correction range unrounded, as
+	// transformers does for a rope config with "truncate": false
+	// (gpt-oss). llama.cpp always rounds it (ggml_rope_yarn_corr_dims), and
+	// so does this package; only a test sets it, to show that the rest of
+	// a gpt-oss forward pass agrees with transformers to float32 precision.
+	yarnUntruncated bool
+
 	arch *archInfo
 }
 

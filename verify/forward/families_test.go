@@ -97,6 +97,18 @@ func (m withKV) KV(key string) (gguf.Value, bool) {
 	return m.Metadata.KV(key)
 }
 
+// logitsOf is the fixture whose logits stand for fixture's: the MXFP4
+// checkpoint holds gptoss's weights (its experts dequantize to gptoss's
+// BF16 values exactly).
+func logitsOf(fixture string) string {
+	if fixture == "gptossmxfp4" {
+		return "gptoss"
+	}
+	return fixture
+}
+
+func untruncatedYarn(c *Config) { c.yarnUntruncated = true }
+
 // TestFamilies runs every architecture of this package on a fixture of the
 // convert issue (a tiny random checkpoint of the real layout), converted by
 // ggufkit, and compares its logits with transformers'. Where llama.cpp
@@ -109,36 +121,37 @@ func TestFamilies(t *testing.T) {
 		arch    string
 		maxRel  float64
 		md      func(Metadata) Metadata
+		cfg     func(*Config)
 	}{
-		{"llama3tied", "llama", 1e-6, nil},
-		{"mistral", "llama", 1e-6, nil},
-		{"qwen2", "qwen2", 1e-6, nil},
-		{"qwen3", "qwen3", 1e-6, nil},
-		{"phi3", "phi3", 1e-6, nil},
+		{"llama3tied", "llama", 1e-6, nil, nil},
+		{"mistral", "llama", 1e-6, nil, nil},
+		{"qwen2", "qwen2", 1e-6, nil, nil},
+		{"qwen3", "qwen3", 1e-6, nil, nil},
+		{"phi3", "phi3", 1e-6, nil, nil},
 		// Mixtures of experts: top-2 of 4 experts, renormalised (mixtral,
 		// qwen3moe) or not and with a shared expert (qwen2moe).
-		{"mixtral", "llama", 1e-6, nil},
-		{"qwen2moe", "qwen2moe", 1e-6, nil},
-		{"qwen3moe", "qwen3moe", 1e-6, nil},
+		{"mixtral", "llama", 1e-6, nil, nil},
+		{"qwen2moe", "qwen2moe", 1e-6, nil, nil},
+		{"qwen3moe", "qwen3moe", 1e-6, nil, nil},
 		// ggml evaluates GELU through an fp16 table (GGML_GELU_FP16): about 1e-5
 		// of the largest logit for gemma's GeGLU, more for the others (measured:
 		// gemma 1.3e-5, gemma2 6.1e-5, gemma3 1.7e-5, starcoder2 1.6e-4, gpt2
 		// 2.3e-4); GPT-NeoX's exact-erf GELU also becomes ggml's tanh form (4.1e-4).
-		{"gemma", "gemma", 5e-5, nil},
-		{"gemma2", "gemma2", 2e-4, nil},
+		{"gemma", "gemma", 5e-5, nil, nil},
+		{"gemma2", "gemma2", 2e-4, nil, nil},
 		// llama.cpp's converter does not record gemma3's sliding_window_pattern
 		// and llama.cpp then assumes 6 (every layer of this 2-layer fixture
 		// SWA, rope base 10000); the fixture's config says 2. Given the
 		// pattern, the logits agree.
 		{"gemma3", "gemma3", 5e-5, func(md Metadata) Metadata {
 			return withKV{md, "gemma3.attention.sliding_window_pattern", gguf.Uint32(2)}
-		}},
+		}, nil},
 		// deepseek2's multi-head latent attention (absorbed, as llama.cpp runs
 		// it), YaRN with mscale_all_dim, routed and shared experts after a
 		// dense block: soft-max routing (V2-Lite), sigmoid with a selection
 		// bias and expert groups (V3, GLM-4.7-Flash).
-		{"dsv2lite", "deepseek2", 1e-6, nil},
-		{"dsv3", "deepseek2", 1e-6, nil},
+		{"dsv2lite", "deepseek2", 1e-6, nil, nil},
+		{"dsv3", "deepseek2", 1e-6, nil, nil},
 		// GLM-4.7-Flash's config has no scoring_func, so the converter writes
 		// no gating function and llama.cpp picks sigmoid by the real model's
 		// layer count and vocabulary, which this fixture does not have.
@@ -147,15 +160,26 @@ func TestFamilies(t *testing.T) {
 		// not pinned down).
 		{"glm47flash", "deepseek2", 5e-6, func(md Metadata) Metadata {
 			return withKV{md, "deepseek2.expert_gating_func", gguf.Uint32(2)}
-		}},
-		{"starcoder2", "starcoder2", 5e-4, nil},
-		{"gpt2", "gpt2", 5e-4, nil},
-		{"gptneox", "gptneox", 1e-3, nil},
+		}, nil},
+		{"starcoder2", "starcoder2", 5e-4, nil, nil},
+		{"gpt2", "gpt2", 5e-4, nil, nil},
+		{"gptneox", "gptneox", 1e-3, nil, nil},
+		// gpt-oss (sinks, sliding window on every other layer, YaRN, biased
+		// router with soft-max over the chosen experts, clamped SwiGLU): its
+		// rope config says "truncate": false, which transformers honours and
+		// llama.cpp does not (it rounds YaRN's correction range to whole
+		// dimensions), 3.3e-4 here. With transformers' range the logits agree
+		// to 3.3e-7 (the second run of each); the MXFP4 checkpoint holds the
+		// same weights.
+		{"gptoss", "gpt-oss", 5e-4, nil, nil},
+		{"gptoss", "gpt-oss", 1e-6, nil, untruncatedYarn},
+		{"gptossmxfp4", "gpt-oss", 5e-4, nil, nil},
+		{"gptossmxfp4", "gpt-oss", 1e-6, nil, untruncatedYarn},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()
-			want := readTransformersLogits(t, tc.fixture)
+			want := readTransformersLogits(t, logitsOf(tc.fixture))
 			f := convertFixture(t, tc.fixture)
 			var md Metadata = f
 			if tc.md != nil {
@@ -164,6 +188,9 @@ func TestFamilies(t *testing.T) {
 			cfg, err := ParseConfig(md)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.cfg != nil {
+				tc.cfg(cfg)
 			}
 			if cfg.Arch != tc.arch {
 				t.Fatalf("architecture %s, want %s", cfg.Arch, tc.arch)

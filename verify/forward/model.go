@@ -56,6 +56,11 @@ type layer struct {
 	qANorm, kvANorm []float32
 	wkB, wvB        []*matrix
 	expProbsB       []float32
+	// gpt-oss: the attention sinks (one logit per head), the router bias
+	// and the experts' biases (n_expert rows each).
+	sinks                         []float32
+	bGateInp                      []float32
+	bGateExps, bUpExps, bDownExps []float32
 }
 
 // Config returns the model's configuration.
@@ -95,7 +100,8 @@ func (l *loader) vec(name string) ([]float32, error) {
 		n *= int(d)
 	}
 	v := make([]float32, n)
-	if err := t.ReadRows(0, 1, v); err != nil {
+	// Every row: a 2-D bias holds one row per expert.
+	if err := t.ReadRows(0, n/max(1, int(t.Shape()[0])), v); err != nil {
 		return nil, fmt.Errorf("tensor %s: %w", name, err)
 	}
 	for i, x := range v {
@@ -223,8 +229,17 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.wkB, b("attn_k_b.weight"))
 		set(&ly.wvB, b("attn_v_b.weight"))
 		set(&ly.expProbsB, b("exp_probs_b.bias"))
+		set(&ly.sinks, b("attn_sinks.weight"))
+		set(&ly.bGateInp, b("ffn_gate_inp.bias"))
+		set(&ly.bGateExps, b("ffn_gate_exps.bias"))
+		set(&ly.bUpExps, b("ffn_up_exps.bias"))
+		set(&ly.bDownExps, b("ffn_down_exps.bias"))
 		if err != nil {
 			return nil, err
+		}
+		if cfg.arch.ffnNormPostAttn {
+			// gpt-oss names its FFN input norm attn_post_norm.
+			ly.ffnNorm, ly.attnPost = ly.attnPost, nil
 		}
 	}
 	return m, nil

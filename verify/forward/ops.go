@@ -110,6 +110,37 @@ func softmax(xs []float32, scale float32) {
 	}
 }
 
+// softmaxSink is ggml_soft_max_ext with a sink (attention sinks): the
+// sink logit, unscaled, joins the maximum and the sum, and takes no output.
+func softmaxSink(xs []float32, scale, sink float32) {
+	maxv := sink
+	for i := range xs {
+		xs[i] *= scale
+		maxv = max(maxv, xs[i])
+	}
+	var sum float64
+	for i, x := range xs {
+		e := float32(math.Exp(float64(x - maxv)))
+		xs[i] = e
+		sum += float64(e)
+	}
+	sum += float64(float32(math.Exp(float64(sink - maxv))))
+	inv := float32(1 / sum)
+	for i := range xs {
+		xs[i] *= inv
+	}
+}
+
+// swigluOAI is ggml's swiglu_oai (alpha 1.702, limit 7 in build_moe_ffn):
+// the gate clamped from above, the up projection clamped both ways and
+// shifted by one.
+func swigluOAI(g, u float32) float32 {
+	const alpha, limit = 1.702, 7.0
+	x := min(g, limit)
+	y := min(max(u, -limit), limit)
+	return x / (1 + float32(math.Exp(float64(-alpha*x)))) * (y + 1)
+}
+
 // ropeCache fills cache with cos/sin pairs for one position the way
 // ggml_rope_cache_init does: theta starts at the position and is multiplied
 // by theta_scale = base^(−2/n_dims) at each pair, divided by the pair's
@@ -118,7 +149,7 @@ func ropeCache(cache []float32, pos int, nDims int, base, freqScale float32, fac
 	thetaScale := float32(math.Pow(float64(base), float64(-2/float32(nDims))))
 	var corr [2]float32
 	if c.RopeExtFactor != 0 {
-		corr = yarnCorrDims(nDims, c.RopeOrigCtx, base, c.RopeBetaFast, c.RopeBetaSlow)
+		corr = yarnCorrDims(nDims, c.RopeOrigCtx, base, c.RopeBetaFast, c.RopeBetaSlow, !c.yarnUntruncated)
 	}
 	theta := float32(pos)
 	for i0 := 0; i0 < nDims; i0 += 2 {
@@ -154,12 +185,14 @@ func yarnRamp(low, high float32, i0 int) float32 {
 // yarnCorrDims is ggml_rope_yarn_corr_dims: the first and last dimension
 // whose wavelength lies between beta_fast and beta_slow rotations over the
 // original context.
-func yarnCorrDims(nDims, nCtxOrig int, base, betaFast, betaSlow float32) [2]float32 {
+func yarnCorrDims(nDims, nCtxOrig int, base, betaFast, betaSlow float32, truncate bool) [2]float32 {
 	corrDim := func(nRot float32) float32 {
 		return float32(nDims) * float32(math.Log(float64(float32(nCtxOrig)/(nRot*2*math.Pi)))) / (2 * float32(math.Log(float64(base))))
 	}
-	start := float32(math.Floor(float64(corrDim(betaFast))))
-	end := float32(math.Ceil(float64(corrDim(betaSlow))))
+	start, end := corrDim(betaFast), corrDim(betaSlow)
+	if truncate {
+		start, end = float32(math.Floor(float64(start))), float32(math.Ceil(float64(end)))
+	}
 	return [2]float32{max(0, start), min(float32(nDims-1), end)}
 }
 

@@ -385,7 +385,11 @@ func (s *Session) attention(ctx context.Context, il int, q, out [][]float32) err
 		if c.AttnSoftcap != 0 {
 			softcap(scores, c.AttnSoftcap)
 		}
-		softmax(scores, kqScale)
+		if sinks := s.m.layers[il].sinks; sinks != nil {
+			softmaxSink(scores, kqScale, sinks[hd])
+		} else {
+			softmax(scores, kqScale)
+		}
 		o := out[t][hd*dv : (hd+1)*dv]
 		clear(o)
 		for j := lo; j <= pos; j++ {
@@ -416,6 +420,30 @@ func (s *Session) swiglu(ctx context.Context, gate, up, down *matrix, x, out [][
 	return s.mul(ctx, down, nil, g, out)
 }
 
+// expertOAI is expert e of gpt-oss: down(swiglu_oai(gate·x + b, up·x + b)) + b.
+func (s *Session) expertOAI(ctx context.Context, ly *layer, e int, x, out [][]float32) error {
+	ff := ly.gateExps[e].rows
+	bias := func(b []float32, n int) []float32 {
+		if b == nil {
+			return nil
+		}
+		return b[e*n : (e+1)*n]
+	}
+	g, u := rows(len(x), ff), rows(len(x), ff)
+	if err := s.mul(ctx, ly.gateExps[e], bias(ly.bGateExps, ff), x, g); err != nil {
+		return err
+	}
+	if err := s.mul(ctx, ly.upExps[e], bias(ly.bUpExps, ff), x, u); err != nil {
+		return err
+	}
+	for t := range g {
+		for i, v := range g[t] {
+			g[t][i] = swigluOAI(v, u[t][i])
+		}
+	}
+	return s.mul(ctx, ly.downExps[e], bias(ly.bDownExps, len(out[0])), g, out)
+}
+
 // moe is build_moe_ffn with soft-max gating: each token's router
 // probabilities, its ExpertsUsed most probable experts (renormalised where
 // the architecture says so), the weighted sum of their SwiGLU outputs in
@@ -425,12 +453,22 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 	c := s.m.cfg
 	T, k := len(h), c.ExpertsUsed
 	probs := rows(T, c.Experts)
-	if err := s.mul(ctx, ly.gateInp, nil, h, probs); err != nil {
+	if err := s.mul(ctx, ly.gateInp, ly.bGateInp, h, probs); err != nil {
 		return err
 	}
 	sel := make([][]int, T)
 	weights := make([][]float32, T)
 	for t, p := range probs {
+		if c.arch.moe.kind == moeOAI {
+			// SOFTMAX_WEIGHT: the top k of the logits, soft-max over them.
+			sel[t] = topK(p, k)
+			weights[t] = make([]float32, k)
+			for j, e := range sel[t] {
+				weights[t][j] = p[e]
+			}
+			softmax(weights[t], 1)
+			continue
+		}
 		if c.ExpertGating == 2 {
 			for i, x := range p {
 				p[i] = 1 / (1 + float32(math.Exp(float64(-x))))
@@ -480,7 +518,13 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 			x[i] = h[t]
 		}
 		y := rows(len(toks), c.Embd)
-		if err := s.swiglu(ctx, ly.gateExps[e], ly.upExps[e], ly.downExps[e], x, y); err != nil {
+		var err error
+		if c.arch.moe.kind == moeOAI {
+			err = s.expertOAI(ctx, ly, e, x, y)
+		} else {
+			err = s.swiglu(ctx, ly.gateExps[e], ly.upExps[e], ly.downExps[e], x, y)
+		}
+		if err != nil {
 			return err
 		}
 		for i, t := range toks {

@@ -1,0 +1,149 @@
+package convert
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/requantize"
+)
+
+// TestGptOssMXFP4Q4KMRefused: llama-quantize refuses the Q4_K_M of the
+// MXFP4 fixture's F16 conversion ("requantizing from type mxfp4 is
+// disabled": its experts are MXFP4 already), so there is no
+// expected-Q4_K_M.json; the one pass refuses it the same way and leaves
+// no file.
+func TestGptOssMXFP4Q4KMRefused(t *testing.T) {
+	dir := filepath.Join(fixtures, "gptossmxfp4")
+	src := assemble(t, dir, loadFixture(t, dir), false)
+	out := t.TempDir()
+	_, err := Run(context.Background(), src, Options{OutType: "Q4_K_M", OutFile: filepath.Join(out, "out.gguf")})
+	if !errors.Is(err, requantize.ErrRequantize) {
+		t.Fatalf("Q4_K_M of an MXFP4 checkpoint: %v, want %v", err, requantize.ErrRequantize)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) > 0 {
+		t.Errorf("left %s behind", ents[0].Name())
+	}
+}
+
+// editSafetensorsHeader rewrites the header of the safetensors file at
+// path with edit (the data section unchanged).
+func editSafetensorsHeader(t *testing.T, path string, edit func(hdr map[string]map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(b)
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b[8:8+n], &raw); err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]map[string]any{}
+	for k, v := range raw {
+		var e map[string]any
+		if err := json.Unmarshal(v, &e); err != nil {
+			t.Fatal(err)
+		}
+		hdr[k] = e
+	}
+	edit(hdr)
+	h, err := json.Marshal(hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(h)%8 != 0 {
+		h = append(h, ' ')
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	out = append(append(out, h...), b[8+n:]...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGptOssMalformedMXFP4: a *_blocks / *_scales pair that is not one
+// (a partner missing, a wrong shape or dtype) is refused by every mode
+// with an error naming the tensor, and no output file is left behind.
+func TestGptOssMalformedMXFP4(t *testing.T) {
+	const p = "model.layers.1.mlp.experts."
+	rename := func(from, to string) func(map[string]map[string]any) {
+		return func(h map[string]map[string]any) { h[to] = h[from]; delete(h, from) }
+	}
+	set := func(name, key string, v any) func(map[string]map[string]any) {
+		return func(h map[string]map[string]any) { h[name][key] = v }
+	}
+	for _, tc := range []struct {
+		name, want string
+		edit       func(map[string]map[string]any)
+	}{
+		{"no scales", p + "down_proj_blocks", rename(p+"down_proj_scales", p+"down_scales_renamed")},
+		{"no blocks", p + "gate_up_proj_scales", rename(p+"gate_up_proj_blocks", p+"gate_up_renamed")},
+		{"scales shape", p + "gate_up_proj_scales", set(p+"gate_up_proj_scales", "shape", []int64{4, 32, 2})},
+		{"blocks shape", p + "down_proj_blocks", set(p+"down_proj_blocks", "shape", []int64{4, 32, 2, 8})},
+		{"blocks dtype", p + "down_proj_blocks", set(p+"down_proj_blocks", "dtype", "I8")},
+		{"odd rows", p + "gate_up_proj_blocks", func(h map[string]map[string]any) {
+			h[p+"gate_up_proj_blocks"]["shape"] = []int64{4, 1, 64, 16}
+			h[p+"gate_up_proj_scales"]["shape"] = []int64{4, 1, 64}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(fixtures, "gptossmxfp4")
+			src := assemble(t, dir, loadFixture(t, dir), false)
+			editSafetensorsHeader(t, filepath.Join(src, "model.safetensors"), tc.edit)
+			for mode, err := range convertModes(t, src) {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: error %v, want one naming %s", mode, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestGptOssPlannedMXFP4: what a plan reads of the MXFP4 checkpoint (as
+// verify --source does) is its repacked experts decoded, which are the
+// dequantized checkpoint's values: every tensor of gptossmxfp4's plan
+// equals gptoss's.
+func TestGptOssPlannedMXFP4(t *testing.T) {
+	ctx := context.Background()
+	plan := func(name string) *Planned {
+		dir := filepath.Join(fixtures, name)
+		p, err := Plan(ctx, assemble(t, dir, loadFixture(t, dir), false), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	mx, bf := plan("gptossmxfp4"), plan("gptoss")
+	want := map[string][]uint64{}
+	for _, pt := range bf.Tensors() {
+		want[pt.Name] = pt.Shape
+	}
+	if len(mx.Tensors()) != len(want) {
+		t.Fatalf("%d tensors, gptoss has %d", len(mx.Tensors()), len(want))
+	}
+	for _, pt := range mx.Tensors() {
+		n := uint64(1)
+		for _, d := range pt.Shape {
+			n *= d
+		}
+		a, b := make([]float32, n), make([]float32, n)
+		if err := mx.ReadFloat32(ctx, pt.Name, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := bf.ReadFloat32(ctx, pt.Name, b); err != nil {
+			t.Fatal(err)
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("%s[%d] = %g, gptoss %g", pt.Name, i, a[i], b[i])
+			}
+		}
+	}
+}
