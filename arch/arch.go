@@ -54,6 +54,10 @@ type Output struct {
 	// modify_tensors was called with), and Bid its block number (-1: none).
 	HFName string
 	Bid    int
+	// DropIfZero marks a source the converter checks and leaves out: it
+	// must hold only zeros (any other value is an error) and no tensor is
+	// written for it (Cohere2Model's biases).
+	DropIfZero bool
 }
 
 // VocabKind names the tokenizer routine of a model class (its set_vocab).
@@ -70,6 +74,9 @@ const (
 	VocabGemma3        VocabKind = "gemma3"        // Gemma3Model.set_vocab
 	VocabPhi3          VocabKind = "phi3"          // Phi3MiniModel.set_vocab
 	VocabBert          VocabKind = "bert"          // BertModel.set_vocab (WordPiece)
+	VocabChatGLM       VocabKind = "chatglm"       // ChatGLMModel.set_vocab
+	VocabGLM4          VocabKind = "glm4"          // Glm4Model.set_vocab
+	VocabGLM           VocabKind = "glm"           // _set_vocab_glm (Glm4MoeModel)
 )
 
 // Model is one model class of the converter bound to a model's hparams.
