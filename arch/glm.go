@@ -10,8 +10,8 @@ import (
 
 func init() {
 	register(newChatGLM, "GlmForCausalLM")
-	register(newGLM4, "Glm4ForCausalLM")
-	register(newGLM4Moe, "Glm4MoeForCausalLM")
+	register(newGLM4, "Glm4ForCausalLM", "Glm4vForConditionalGeneration")
+	register(newGLM4Moe, "Glm4MoeForCausalLM", "Glm4vMoeForConditionalGeneration")
 }
 
 // The GLM families of Zhipu AI / Z.ai: ChatGLMModel (conversion/chatglm.py,
