@@ -9,7 +9,9 @@ import (
 )
 
 func init() {
-	register(newChatGLM, "GlmForCausalLM")
+	register(newChatGLM, "GlmForCausalLM", "ChatGLMModel", "ChatGLMForConditionalGeneration")
+	// Glm4vTextConfig.__post_init__: num_key_value_heads = num_attention_heads when None.
+	derivedKeys["glm4v_text"] = append(derivedKeys["glm4v_text"], deriveKVHeads)
 	register(newGLM4, "Glm4ForCausalLM", "Glm4vForConditionalGeneration")
 	register(newGLM4Moe, "Glm4MoeForCausalLM", "Glm4vMoeForConditionalGeneration")
 }
@@ -74,6 +76,13 @@ func floorDiv(a, b int64) int64 {
 type chatGLM struct{ text }
 
 func newChatGLM(h HParams, dir string) (Model, error) {
+	if _, ok := h["vocab_size"]; !ok {
+		// set_vocab reads hparams.get("padded_vocab_size",
+		// hparams["vocab_size"]): THUDM's own config.json (only
+		// padded_vocab_size, read as it is since AutoConfig cannot load
+		// remote code) makes llama.cpp's converter fail with KeyError.
+		return nil, &ConfigError{Key: "vocab_size", Value: nil, Msg: "is missing (llama.cpp's converter fails on it too: ChatGLMModel.set_vocab raises KeyError: 'vocab_size' even with padded_vocab_size)"}
+	}
 	t, err := newText("chatglm", h, dir)
 	return &chatGLM{t}, err
 }
