@@ -212,6 +212,25 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF2}},
 		}),
 	},
+	// glm4: llama_model_glm4 (GLM-4-0414): normal RoPE on the first n_rot
+	// dimensions of each head (partial rotary), q/k/v biases, post-attention
+	// and post-FFN norms, the fused gate|up FFN. (The NextN/MTP blocks of
+	// GLM-OCR and M-RoPE are not modelled.)
+	"glm4": {
+		norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLUFused, postNorms: true,
+		sameHeadDims: true,
+		hparams:      rmsEps,
+		tensors: concat(headRules(true, false), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.post_attention_norm.weight", dims: []dim{dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF2}},
+			{name: "blk.%d.post_ffw_norm.weight", dims: []dim{dEmbd}},
+		}),
+	},
 	"gptneox": {
 		norm: normLayer, rope: ropeNeox, ffn: ffnGELU, parallelResidual: true,
 		sameHeadDims: true,
