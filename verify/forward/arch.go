@@ -81,6 +81,12 @@ type archInfo struct {
 	// parallelResidual lets {arch}.use_parallel_residual run attention and
 	// FFN on the same input: x + attn(ln1(x)) + ffn(ln2(x)) (gptneox).
 	parallelResidual bool
+	// sharedNorm: with the parallel residual, the FFN reads the attention
+	// norm's output (cohere2: one norm per block, no ffn_norm).
+	sharedNorm bool
+	// ropeSWAOnly rotates Q and K on sliding-window layers only (cohere2's
+	// global layers have no positional encoding).
+	ropeSWAOnly bool
 	// scaleQ multiplies Q by AttnScale and runs soft-max with scale 1
 	// (ggml_scale(Qcur) in gemma*, phi3); otherwise soft-max applies it.
 	scaleQ bool
@@ -231,6 +237,21 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.post_ffw_norm.weight", dims: []dim{dEmbd}},
 		}),
 	},
+	// cohere2: llama_model_cohere2 (Command R7B, Command A): one bias-free
+	// LayerNorm feeding attention and FFN in parallel, 3 sliding-window
+	// layers (normal RoPE) to 1 global layer (no RoPE), logits scaled.
+	"cohere2": {
+		norm: normLayer, rope: ropeNorm, ffn: ffnSwiGLU, parallelResidual: true, sharedNorm: true, ropeSWAOnly: true,
+		sameHeadDims: true,
+		hparams:      cohere2Hparams,
+		tensors: concat([]rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+		}, gatedFFNRules(false)),
+	},
 	"gptneox": {
 		norm: normLayer, rope: ropeNeox, ffn: ffnGELU, parallelResidual: true,
 		sameHeadDims: true,
@@ -331,6 +352,28 @@ func gptneoxHparams(c *Config, r *kvReader) error {
 	}
 	_, err := r.boolean(r.key("use_parallel_residual"), &c.ParallelResidual, true)
 	return err
+}
+
+// cohere2Hparams mirrors llama_model_cohere2::load_arch_hparams: a
+// sliding-window pattern of 4 unless the file gives one, the SWA rope base
+// that of the other layers unless given, the window, logit scale and
+// layer-norm epsilon required.
+func cohere2Hparams(c *Config, r *kvReader) error {
+	if err := c.readSWAPattern(r, 4); err != nil {
+		return err
+	}
+	c.RopeBaseSWA, c.RopeFreqScaleSWA = c.RopeBase, c.RopeFreqScale
+	if _, err := r.f32(r.key("rope.freq_base_swa"), &c.RopeBaseSWA, false); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("attention.sliding_window"), &c.SlidingWindow, true); err != nil {
+		return err
+	}
+	if _, err := r.f32(r.key("logit_scale"), &c.LogitScale, true); err != nil {
+		return err
+	}
+	c.ParallelResidual = true
+	return layerNormEps(c, r)
 }
 
 // gemmaHparams: Q is scaled by 1/sqrt(n_embd_head_v) (src/models/gemma.cpp).

@@ -71,6 +71,9 @@ type Config struct {
 	// AttnSoftcap and FinalSoftcap cap attention scores and output logits
 	// with c·tanh(x/c); 0 means no capping.
 	AttnSoftcap, FinalSoftcap float32
+	// LogitScale multiplies the output logits (cohere2's logit_scale); 0
+	// means none.
+	LogitScale float32
 	// Experts and ExpertsUsed are the mixture-of-experts counts (0 for a
 	// dense model); FFExp and FFShared the widths of each routed expert and
 	// of the shared expert (qwen2moe).

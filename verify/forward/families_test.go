@@ -137,6 +137,7 @@ func TestFamilies(t *testing.T) {
 		{"gpt2", "gpt2", 5e-4, nil},
 		{"gptneox", "gptneox", 1e-3, nil},
 		{"glm4", "glm4", 1e-6, nil},
+		{"cohere2", "cohere2", 1e-6, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

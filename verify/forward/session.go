@@ -131,6 +131,13 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 	if err := s.mul(ctx, m.output, m.outputB, x, logits); err != nil {
 		return nil, err
 	}
+	if c.LogitScale != 0 {
+		for _, l := range logits {
+			for i := range l {
+				l[i] *= c.LogitScale
+			}
+		}
+	}
 	if c.FinalSoftcap != 0 {
 		for _, l := range logits {
 			softcap(l, c.FinalSoftcap)
@@ -173,7 +180,7 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 			}
 		}
 	}
-	if c.arch.rope != ropeNone {
+	if c.arch.rope != ropeNone && (!c.arch.ropeSWAOnly || c.SWA[il]) {
 		base, scale := c.RopeBase, c.RopeFreqScale
 		if c.SWA[il] {
 			base, scale = c.RopeBaseSWA, c.RopeFreqScaleSWA
@@ -209,9 +216,12 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 		return err
 	}
 	if c.ParallelResidual {
-		// x + ffn(ln2(x)) + attn(ln1(x)), added in ggml's order.
-		for t := range x {
-			s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
+		// x + ffn(ln2(x)) + attn(ln1(x)), added in ggml's order; with
+		// sharedNorm the FFN reads ln1(x) too.
+		if !c.arch.sharedNorm {
+			for t := range x {
+				s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
+			}
 		}
 		f := rows(T, c.Embd)
 		if err := s.ffn(ctx, ly, h, f); err != nil {
