@@ -49,6 +49,9 @@ func TestFixtures(t *testing.T) {
 		{"gemma2", "One, two, three, four"},
 		{"gpt2", "The quick brown fox"},
 		{"mixtral", "Two experts of four, chosen per token"},
+		{"glm4", "Partial rotary, post norms"},
+		{"glm4moe", "A dense block, then sigmoid-routed experts"},
+		{"cohere2", "Three sliding layers, one global"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

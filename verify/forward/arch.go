@@ -44,10 +44,11 @@ const (
 type moeKind uint8
 
 const (
-	moeNone   moeKind = iota // dense only
-	moeLlama                 // top-k of soft-max, weights renormalised (Mixtral)
-	moeNormed                // the same with expert_feed_forward_length (qwen3moe)
-	moeShared                // weights not renormalised, plus a sigmoid-gated shared expert (qwen2moe)
+	moeNone    moeKind = iota // dense only
+	moeLlama                  // top-k of soft-max, weights renormalised (Mixtral)
+	moeNormed                 // the same with expert_feed_forward_length (qwen3moe)
+	moeShared                 // weights not renormalised, plus a sigmoid-gated shared expert (qwen2moe)
+	moeSigmoid                // sigmoid gating, selection biased by exp_probs_b, optional renormalisation and scale, ungated shared experts (glm4moe)
 )
 
 // moeInfo says whether and how an architecture routes its FFN.
@@ -87,6 +88,9 @@ type archInfo struct {
 	// ropeSWAOnly rotates Q and K on sliding-window layers only (cohere2's
 	// global layers have no positional encoding).
 	ropeSWAOnly bool
+	// ffnNormPostAttn: the FFN's pre-norm is the tensor named
+	// post_attention_norm (glm4moe's attn_post_norm), not ffn_norm.
+	ffnNormPostAttn bool
 	// scaleQ multiplies Q by AttnScale and runs soft-max with scale 1
 	// (ggml_scale(Qcur) in gemma*, phi3); otherwise soft-max applies it.
 	scaleQ bool
@@ -96,6 +100,10 @@ type archInfo struct {
 
 	hparams func(c *Config, r *kvReader) error
 	tensors []rule
+	// nextn are the extra tensors of the NextN/MTP blocks after n_layer,
+	// which also hold a whole block of tensors (llama.cpp loads them with
+	// TENSOR_SKIP: present in the file, not run).
+	nextn []rule
 }
 
 // archs is the architecture table, keyed by general.architecture.
@@ -252,6 +260,42 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
 		}, gatedFFNRules(false)),
 	},
+	// glm4moe: llama_model_glm4_moe (GLM-4.5, GLM-4.6): NeoX RoPE on the
+	// first n_rot dimensions, q/k/v biases and optional q/k norms,
+	// post_attention_norm as the FFN norm, leading dense blocks, then
+	// sigmoid-routed experts plus shared experts; the NextN/MTP blocks after
+	// n_layer are loaded but not run (M-RoPE is not modelled).
+	"glm4moe": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU, ffnNormPostAttn: true,
+		sameHeadDims: true,
+		moe:          moeInfo{kind: moeSigmoid, required: true},
+		hparams:      glm4moeHparams,
+		tensors: concat(headRules(true, false), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}, optional: true},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK}, optional: true},
+			{name: "blk.%d.post_attention_norm.weight", dims: []dim{dEmbd}},
+		}, dense(gatedFFNRules(false)), []rule{
+			{name: "blk.%d.ffn_gate_inp.weight", dims: []dim{dEmbd, dExperts}, only: onlyMoE},
+			{name: "blk.%d.exp_probs_b.bias", dims: []dim{dExperts}, only: onlyMoE},
+			{name: "blk.%d.ffn_gate_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyMoE},
+			{name: "blk.%d.ffn_down_exps.weight", dims: []dim{dFFExp, dEmbd, dExperts}, only: onlyMoE},
+			{name: "blk.%d.ffn_up_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyMoE},
+			{name: "blk.%d.ffn_gate_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoEShared},
+			{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyMoEShared},
+			{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoEShared},
+		}),
+		nextn: []rule{
+			{name: "blk.%d.nextn.eh_proj.weight", dims: []dim{d2Embd, dEmbd}},
+			{name: "blk.%d.nextn.enorm.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.nextn.hnorm.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.nextn.embed_tokens.weight", dims: []dim{dEmbd, dVocab}, optional: true},
+			{name: "blk.%d.nextn.shared_head_head.weight", dims: []dim{dEmbd, dVocab}, optional: true},
+			{name: "blk.%d.nextn.shared_head_norm.weight", dims: []dim{dEmbd}, optional: true},
+		},
+	},
 	"gptneox": {
 		norm: normLayer, rope: ropeNeox, ffn: ffnGELU, parallelResidual: true,
 		sameHeadDims: true,
@@ -376,6 +420,50 @@ func cohere2Hparams(c *Config, r *kvReader) error {
 	return layerNormEps(c, r)
 }
 
+// glm4moeHparams mirrors llama_model_glm4_moe::load_arch_hparams: the
+// shared expert count (required), leading dense blocks, the routing
+// weights' scale and renormalisation, the gating function (sigmoid unless
+// given), and the NextN/MTP blocks after n_layer (llama_model_base's
+// nextn_predict_layers).
+func glm4moeHparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	var shared int
+	if _, err := r.u32(r.key("expert_shared_count"), &shared, true); err != nil {
+		return err
+	}
+	if shared < 0 || shared > maxDim/max(c.FFExp, 1) {
+		return fmt.Errorf("%w: %d shared experts of width %d", ErrMetadata, shared, c.FFExp)
+	}
+	c.FFShared = shared * c.FFExp
+	if _, err := r.u32(r.key("leading_dense_block_count"), &c.DenseLead, false); err != nil {
+		return err
+	}
+	if _, err := r.f32(r.key("expert_weights_scale"), &c.ExpWeightsScale, false); err != nil {
+		return err
+	}
+	if _, err := r.boolean(r.key("expert_weights_norm"), &c.ExpWeightsNorm, false); err != nil {
+		return err
+	}
+	gating := 2 // LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
+	if _, err := r.u32(r.key("expert_gating_func"), &gating, false); err != nil {
+		return err
+	}
+	if gating != 0 && gating != 2 {
+		return fmt.Errorf("%w: %s expert gating function %d (only sigmoid)", ErrUnsupported, c.Arch, gating)
+	}
+	if _, err := r.u32(r.key("nextn_predict_layers"), &c.NextN, false); err != nil {
+		return err
+	}
+	if c.NextN < 0 || c.NextN >= c.Layers {
+		return fmt.Errorf("%w: %d NextN layers of %d blocks", ErrMetadata, c.NextN, c.Layers)
+	}
+	c.Layers -= c.NextN
+	c.SWA = c.SWA[:c.Layers]
+	return nil
+}
+
 // gemmaHparams: Q is scaled by 1/sqrt(n_embd_head_v) (src/models/gemma.cpp).
 func gemmaHparams(c *Config, r *kvReader) error {
 	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDimV)))
@@ -477,6 +565,7 @@ const (
 	dExperts             // n_expert
 	dFFExp               // each routed expert's FFN width
 	dFFShared            // the shared expert's FFN width
+	d2Embd               // 2·n_embd (the NextN eh_proj input)
 )
 
 func (c *Config) size(d dim) int64 {
@@ -509,6 +598,8 @@ func (c *Config) size(d dim) int64 {
 		return int64(c.FFExp)
 	case dFFShared:
 		return int64(c.FFShared)
+	case d2Embd:
+		return 2 * int64(c.Embd)
 	}
 	panic(fmt.Sprintf("forward: unknown dim %d", d))
 }
@@ -534,15 +625,20 @@ const (
 	always ruleScope = iota
 	onlyDense
 	onlyMoE
+	onlyMoEShared // a mixture-of-experts block with shared experts
 )
 
-// applies reports whether the rule is part of configuration c.
-func (r rule) applies(c *Config) bool {
+// applies reports whether the rule is part of block il of configuration c
+// (the first DenseLead blocks of a mixture of experts are dense).
+func (r rule) applies(c *Config, il int) bool {
+	moe := c.Experts > 0 && il >= c.DenseLead
 	switch r.only {
 	case onlyDense:
-		return c.Experts == 0
+		return !moe
 	case onlyMoE:
-		return c.Experts > 0
+		return moe
+	case onlyMoEShared:
+		return moe && c.FFShared > 0
 	}
 	return true
 }
@@ -644,14 +740,25 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 		out = append(out, TensorSpec{Name: name, Shape: shape, Optional: optional})
 	}
 	for _, r := range c.arch.tensors {
-		if !r.qkv && !strings.Contains(r.name, "%d") && r.applies(c) {
+		if !r.qkv && !strings.Contains(r.name, "%d") && r.applies(c, -1) {
 			add(r.name, r.optional, r.dims...)
 		}
 	}
-	for il := 0; il < c.Layers; il++ {
+	for il := 0; il < c.Layers+c.NextN; il++ {
+		nextn := il >= c.Layers
+		if nextn {
+			for _, r := range c.arch.nextn {
+				add(fmt.Sprintf(r.name, il), true, r.dims...)
+			}
+		}
 		for _, r := range c.arch.tensors {
+			if nextn {
+				// Every tensor of a NextN block is optional here: llama.cpp
+				// skips them, and converting with --no-mtp drops them.
+				r.optional = true
+			}
 			switch {
-			case !r.applies(c):
+			case !r.applies(c, il):
 			case r.qkv:
 				in, q, k, v := r.dims[0], r.dims[1], r.dims[2], r.dims[3]
 				fused := fmt.Sprintf("blk.%d.attn_qkv.weight", il)

@@ -78,6 +78,15 @@ type Config struct {
 	// dense model); FFExp and FFShared the widths of each routed expert and
 	// of the shared expert (qwen2moe).
 	Experts, ExpertsUsed, FFExp, FFShared int
+	// DenseLead is the number of leading dense blocks of a mixture of
+	// experts; ExpWeightsScale (0: none) and ExpWeightsNorm scale and
+	// renormalise the routing weights (glm4moe).
+	DenseLead       int
+	ExpWeightsScale float32
+	ExpWeightsNorm  bool
+	// NextN is the number of NextN/MTP blocks after the Layers blocks that
+	// are run (block_count = Layers + NextN).
+	NextN int
 	// ParallelResidual runs attention and FFN on the same layer input
 	// (gptneox's use_parallel_residual).
 	ParallelResidual bool

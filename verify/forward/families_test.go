@@ -138,6 +138,9 @@ func TestFamilies(t *testing.T) {
 		{"gptneox", "gptneox", 1e-3, nil},
 		{"glm4", "glm4", 1e-6, nil},
 		{"cohere2", "cohere2", 1e-6, nil},
+		// Sigmoid routing with a selection bias, a leading dense block,
+		// shared experts; the NextN block is loaded and not run.
+		{"glm4moe", "glm4moe", 1e-6, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

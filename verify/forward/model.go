@@ -50,6 +50,8 @@ type layer struct {
 	gateExps, upExps, downExps   []*matrix
 	gateShared, upShared, downSh *matrix
 	gateInpShared                []float32
+	// expProbsB biases the expert selection (glm4moe's exp_probs_b).
+	expProbsB []float32
 }
 
 // Config returns the model's configuration.
@@ -191,8 +193,12 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.kNorm, b("attn_k_norm.weight"))
 		set(&ly.wo, b("attn_output.weight"))
 		set(&ly.bo, b("attn_output.bias"))
-		set(&ly.attnPost, b("post_attention_norm.weight"))
-		set(&ly.ffnNorm, b("ffn_norm.weight"))
+		if cfg.arch.ffnNormPostAttn {
+			set(&ly.ffnNorm, b("post_attention_norm.weight"))
+		} else {
+			set(&ly.attnPost, b("post_attention_norm.weight"))
+			set(&ly.ffnNorm, b("ffn_norm.weight"))
+		}
 		set(&ly.ffnNormB, b("ffn_norm.bias"))
 		set(&ly.gate, b("ffn_gate.weight"))
 		set(&ly.up, b("ffn_up.weight"))
@@ -209,6 +215,7 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.gateShared, b("ffn_gate_shexp.weight"))
 		set(&ly.upShared, b("ffn_up_shexp.weight"))
 		set(&ly.downSh, b("ffn_down_shexp.weight"))
+		set(&ly.expProbsB, b("exp_probs_b.bias"))
 		if err != nil {
 			return nil, err
 		}

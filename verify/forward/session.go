@@ -424,19 +424,38 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 	sel := make([][]int, T)
 	weights := make([][]float32, T)
 	for t, p := range probs {
-		softmax(p, 1)
-		sel[t] = topK(p, k)
+		if c.arch.moe.kind == moeSigmoid {
+			for i, v := range p {
+				p[i] = 1 / (1 + float32(math.Exp(float64(-v))))
+			}
+		} else {
+			softmax(p, 1)
+		}
+		selection := p
+		if ly.expProbsB != nil {
+			// The bias steers the choice only; the weights are unbiased.
+			selection = make([]float32, len(p))
+			for i, v := range p {
+				selection[i] = v + ly.expProbsB[i]
+			}
+		}
+		sel[t] = topK(selection, k)
 		weights[t] = make([]float32, k)
 		var sum float64
 		for j, e := range sel[t] {
 			weights[t][j] = p[e]
 			sum += float64(p[e])
 		}
-		if c.arch.moe.normW() {
+		if c.arch.moe.normW() || (c.arch.moe.kind == moeSigmoid && c.ExpWeightsNorm) {
 			// ggml_sum_rows, clamped to the smallest normal fp16 value.
 			d := max(float32(sum), 6.103515625e-5)
 			for j := range weights[t] {
 				weights[t][j] /= d
+			}
+		}
+		if w := c.ExpWeightsScale; w != 0 && w != 1 {
+			for j := range weights[t] {
+				weights[t][j] *= w
 			}
 		}
 	}
@@ -481,12 +500,21 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 			}
 		}
 	}
-	if ly.gateInpShared == nil {
+	if ly.gateShared == nil {
 		return nil
 	}
 	sh := rows(T, c.Embd)
 	if err := s.swiglu(ctx, ly.gateShared, ly.upShared, ly.downSh, h, sh); err != nil {
 		return err
+	}
+	if ly.gateInpShared == nil {
+		// Ungated shared experts (glm4moe): routed + shared.
+		for t := range out {
+			for d, v := range sh[t] {
+				out[t][d] += v
+			}
+		}
+		return nil
 	}
 	for t := range out {
 		g := 1 / (1 + float32(math.Exp(float64(-dot(ly.gateInpShared, h[t])))))
