@@ -228,12 +228,12 @@ var archs = map[string]*archInfo{
 	},
 	// glm4: llama_model_glm4 (GLM-4-0414): normal RoPE on the first n_rot
 	// dimensions of each head (partial rotary), q/k/v biases, post-attention
-	// and post-FFN norms, the fused gate|up FFN. (The NextN/MTP blocks of
-	// GLM-OCR and M-RoPE are not modelled.)
+	// and post-FFN norms, the fused gate|up FFN; GLM-4.1V's text tower with
+	// M-RoPE. (The NextN/MTP blocks of GLM-OCR are not modelled.)
 	"glm4": {
 		norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLUFused, postNorms: true,
 		sameHeadDims: true,
-		hparams:      rmsEps,
+		hparams:      glm4Hparams,
 		tensors: concat(headRules(true, false), []rule{
 			attnNormRule,
 			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
@@ -418,6 +418,39 @@ func cohere2Hparams(c *Config, r *kvReader) error {
 	}
 	c.ParallelResidual = true
 	return layerNormEps(c, r)
+}
+
+// glm4Hparams mirrors llama_model_glm4::load_arch_hparams. With
+// rope.dimension_sections (GLM-4.1V) llama.cpp rotates with M-RoPE, which on
+// text, whose position is the same in every section, is NeoX RoPE: that is
+// what is run (image positions are not modelled).
+func glm4Hparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	if hasMRoPE(r) {
+		c.rope = ropeNeox
+	}
+	return nil
+}
+
+// hasMRoPE is llama_hparams::use_mrope: rope.dimension_sections with a
+// non-zero section.
+func hasMRoPE(r *kvReader) bool {
+	v, ok := r.md.KV(r.key("rope.dimension_sections"))
+	if !ok || !v.IsArray() {
+		return false
+	}
+	xs, ok := v.Ints()
+	if !ok {
+		return false
+	}
+	for _, x := range xs {
+		if x != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // glm4moeHparams mirrors llama_model_glm4_moe::load_arch_hparams: the

@@ -95,6 +95,9 @@ type Config struct {
 	SWA           []bool
 
 	arch *archInfo
+	// rope is the rotation the layers use: the architecture's, or NeoX
+	// for M-RoPE over text positions (glm4 with rope.dimension_sections).
+	rope ropeMode
 }
 
 // kvReader reads keys with llama.cpp's type rules (llama_model_loader::get_key
@@ -207,7 +210,7 @@ func ParseConfig(md Metadata) (*Config, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: architecture %q (supported: %s)", ErrUnsupported, r.arch, archNames())
 	}
-	c := &Config{Arch: r.arch, arch: a}
+	c := &Config{Arch: r.arch, arch: a, rope: a.rope}
 	if err := c.readCommon(r); err != nil {
 		return nil, err
 	}

@@ -180,7 +180,7 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 			}
 		}
 	}
-	if c.arch.rope != ropeNone && (!c.arch.ropeSWAOnly || c.SWA[il]) {
+	if c.rope != ropeNone && (!c.arch.ropeSWAOnly || c.SWA[il]) {
 		base, scale := c.RopeBase, c.RopeFreqScale
 		if c.SWA[il] {
 			base, scale = c.RopeBaseSWA, c.RopeFreqScaleSWA
@@ -189,10 +189,10 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 		for t := range q {
 			ropeCache(cache, s.n+t, c.Rot, base, scale, s.factors, c)
 			for hd := 0; hd < c.Heads; hd++ {
-				rope(q[t][hd*c.HeadDimK:], cache, c.Rot, c.arch.rope)
+				rope(q[t][hd*c.HeadDimK:], cache, c.Rot, c.rope)
 			}
 			for hd := 0; hd < c.HeadsKV; hd++ {
-				rope(k[t][hd*c.HeadDimK:], cache, c.Rot, c.arch.rope)
+				rope(k[t][hd*c.HeadDimK:], cache, c.Rot, c.rope)
 			}
 		}
 	}
