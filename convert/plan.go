@@ -137,8 +137,9 @@ func planTensors(m arch.Model, src readers.Source, root string, ft gguf.FileType
 // holds zeros (torch.any(data != 0) raises), a bounded number of rows at a
 // time.
 func requireZero(src readers.Source, in arch.Input) error {
+	// A row is the last dimension; a 0-D tensor is one row of one value.
 	rowLen := int64(1)
-	if len(in.Shape) > 1 {
+	if len(in.Shape) > 0 {
 		rowLen = in.Shape[len(in.Shape)-1]
 	}
 	if rowLen <= 0 {
