@@ -89,14 +89,6 @@ func newChatGLM(h HParams, dir string) (Model, error) {
 
 func (m *chatGLM) Vocab() VocabKind { return VocabChatGLM }
 
-// get is dict.get(key, def): a present key gives its value, even null.
-func (h HParams) get(key string, def any) any {
-	if v, ok := h[key]; ok {
-		return v
-	}
-	return def
-}
-
 // Params is ChatGLMModel.set_gguf_parameters. The context length is
 // seq_length, else the embedding width (transformers' Glm config has no
 // seq_length: the converter writes hidden_size); the rope dimension count
