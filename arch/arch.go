@@ -61,6 +61,10 @@ type Output struct {
 	// values, not bytes.
 	Packed     func(srcs [][]byte) ([]byte, error)
 	PackedType gguf.Type
+	// DropIfZero marks a source the converter checks and leaves out: it
+	// must hold only zeros (any other value is an error) and no tensor is
+	// written for it (Cohere2Model's biases).
+	DropIfZero bool
 }
 
 // InputsExtra is implemented by a model whose generate_extra_tensors reads
@@ -93,7 +97,9 @@ const (
 	VocabGemma3        VocabKind = "gemma3"        // Gemma3Model.set_vocab
 	VocabPhi3          VocabKind = "phi3"          // Phi3MiniModel.set_vocab
 	VocabBert          VocabKind = "bert"          // BertModel.set_vocab (WordPiece)
-	VocabGLM           VocabKind = "glm"           // _set_vocab_glm
+	VocabChatGLM       VocabKind = "chatglm"       // ChatGLMModel.set_vocab
+	VocabGLM4          VocabKind = "glm4"          // Glm4Model.set_vocab
+	VocabGLM           VocabKind = "glm"           // _set_vocab_glm (Glm4MoeModel)
 )
 
 // Model is one model class of the converter bound to a model's hparams.

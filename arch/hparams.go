@@ -59,6 +59,14 @@ func (h HParams) Find(keys ...string) (any, string, bool) {
 	return nil, "", false
 }
 
+// get is dict.get(key, def): a present key gives its value, even null.
+func (h HParams) get(key string, def any) any {
+	if v, ok := h[key]; ok {
+		return v
+	}
+	return def
+}
+
 // Has reports whether key is present, even with a null value.
 func (h HParams) Has(key string) bool { _, ok := h[key]; return ok }
 

@@ -83,6 +83,8 @@ var aliasesWithoutFixture = map[string]string{
 	"Qwen3Model":                    "Qwen3ForCausalLM",
 	"BertForSequenceClassification": "BertModel",
 	"LFM2ForCausalLM":               "Lfm2ForCausalLM",
+	// ChatGLMModel's second name: the same remote-code checkpoints.
+	"ChatGLMForConditionalGeneration": "ChatGLMModel",
 }
 
 func TestFixtures(t *testing.T) {

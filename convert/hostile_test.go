@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ type stTensor struct {
 	name  string
 	shape []int64
 	nan   bool
+	zero  bool // all values 0
 }
 
 // safetensorsFile encodes F32 tensors as a safetensors file, with small
@@ -40,6 +42,9 @@ func safetensorsFile(ts []stTensor) []byte {
 		begin := len(data)
 		for i := range n {
 			v := float32(i%7)*0.01 + 0.001
+			if t.zero {
+				v = 0
+			}
 			if t.nan && i == n-1 {
 				v = float32(math.NaN())
 			}
@@ -457,5 +462,36 @@ func TestIssueShardCount(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("%s: error %v, want %s", outType, err, want)
 		}
+	}
+}
+
+// TestCohere2NonZeroBias: Cohere2Model leaves bias tensors out only when
+// they are all zero (torch.any(data != 0) raises); a non-zero one is
+// refused, naming it.
+func TestCohere2NonZeroBias(t *testing.T) {
+	config := `{"architectures":["Cohere2ForCausalLM"],"model_type":"cohere2","hidden_size":16,"intermediate_size":32,
+"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"vocab_size":512,"logit_scale":0.25,
+"sliding_window":4096,"rotary_pct":1.0}`
+	var ts []stTensor
+	for _, x := range tinyLlamaTensors() {
+		if !strings.Contains(x.name, "post_attention_layernorm") {
+			ts = append(ts, x)
+		}
+	}
+	zero := append(slices.Clone(ts), stTensor{name: "model.layers.0.self_attn.q_proj.bias", shape: []int64{16}, zero: true})
+	p, err := Plan(context.Background(), modelFolder(t, config, zero), Options{TokenizerPre: "gpt-2"})
+	if err != nil {
+		t.Fatalf("zero bias: %v", err)
+	}
+	defer p.Close()
+	for _, x := range p.Tensors() {
+		if strings.Contains(x.Name, "bias") {
+			t.Errorf("zero bias written as %s", x.Name)
+		}
+	}
+	ts = append(ts, stTensor{name: "model.layers.0.self_attn.q_proj.bias", shape: []int64{16}})
+	_, err = Plan(context.Background(), modelFolder(t, config, ts), Options{TokenizerPre: "gpt-2"})
+	if err == nil || !errors.Is(err, ErrTensor) || !strings.Contains(err.Error(), "q_proj.bias") {
+		t.Fatalf("error %v, want ErrTensor naming q_proj.bias", err)
 	}
 }

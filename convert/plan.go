@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -116,6 +117,12 @@ func planTensors(m arch.Model, src readers.Source, root string, ft gguf.FileType
 	tensors := make([]Tensor, 0, len(outs))
 	names := map[string]string{} // GGUF name → the source name it came from
 	for _, o := range outs {
+		if o.DropIfZero {
+			if err := requireZero(src, o.Sources[0]); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err := checkOutput(&o); err != nil {
 			if len(o.Sources) == 1 {
 				return nil, fmt.Errorf("tensor %q (from %q): %w", o.Name, o.Sources[0].Source, err)
@@ -131,6 +138,44 @@ func planTensors(m arch.Model, src readers.Source, root string, ft gguf.FileType
 		tensors = append(tensors, t)
 	}
 	return tensors, nil
+}
+
+// requireZero reads a source tensor a model class leaves out only when it
+// holds zeros (torch.any(data != 0) raises), a bounded number of rows at a
+// time.
+func requireZero(src readers.Source, in arch.Input) error {
+	// A row is the last dimension; a 0-D tensor is one row of one value.
+	rowLen := int64(1)
+	if len(in.Shape) > 0 {
+		rowLen = in.Shape[len(in.Shape)-1]
+	}
+	if rowLen <= 0 {
+		return nil
+	}
+	rows := numelOf(in.Shape) / rowLen
+	step := max(int64(1), (1<<16)/rowLen)
+	buf := make([]float32, min(rows, step)*rowLen)
+	for r := int64(0); r < rows; r += step {
+		n := min(step, rows-r)
+		dst := buf[:n*rowLen]
+		if err := src.ReadFloat32(context.Background(), in.Source, dst, int(r), int(n)); err != nil {
+			return fmt.Errorf("tensor %q: %w", in.Source, err)
+		}
+		for _, v := range dst {
+			if v != 0 {
+				return fmt.Errorf("%w: tensor %q is not zero (the converter leaves this tensor out only when it is)", ErrTensor, in.Source)
+			}
+		}
+	}
+	return nil
+}
+
+func numelOf(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
 }
 
 // ErrTensor is wrapped by the errors about a checkpoint tensor that

@@ -20,6 +20,8 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabGemma3:        load.Gemma3,
 	arch.VocabPhi3:          load.Phi3,
 	arch.VocabBert:          load.Bert,
+	arch.VocabChatGLM:       load.ChatGLM,
+	arch.VocabGLM4:          load.GLM4,
 	arch.VocabGLM:           load.GLM,
 }
 

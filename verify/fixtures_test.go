@@ -52,6 +52,9 @@ func TestFixtures(t *testing.T) {
 		{"dsv3", "Latent attention, shared and routed experts"},
 		{"glm47flash", "One more block for the next token"},
 		{"gptossmxfp4", "Sinks, windows and experts in MXFP4"},
+		{"glm4", "Partial rotary, post norms"},
+		{"glm4moe", "A dense block, then sigmoid-routed experts"},
+		{"cohere2", "Three sliding layers, one global"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

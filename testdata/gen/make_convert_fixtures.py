@@ -1114,8 +1114,8 @@ FIXTURES["seedoss"] = dict(
 # keys of an entry, for checkpoints save_pretrained does not write as the Hub has them:
 #   post_save(root, spec)  rewrites the saved weights in the fixture folder (e.g. FP8 block-quantized
 #                          or MXFP4 tensors as the real checkpoint stores them);
-#   write_weights(root, spec)  writes the weights instead of a transformers model (a class transformers does
-#                          not have: remote-code models), with the real tensor names; no logits;
+#   write_weights(root, spec)  writes the weights itself instead of transformers (remote-code models
+#                          without a transformers class; needs logits_from=False);
 #   logits_from            the fixture whose logits stand for this one (the same weights stored another
 #                          way), or False for none; default: computed from this fixture's folder.
 import glob as _glob
@@ -1243,33 +1243,32 @@ def build(out, name):
         write_json(os.path.join(root, "tokenizer-override", rel), obj)
 
     if spec.get("write_weights"):
-        # No transformers class (remote-code models): the fixture file writes the weights.
+        # A remote-code model transformers has no class for: the fixture file writes the
+        # safetensors with the real tensor names itself (logits_from=False then).
         spec["write_weights"](root, spec)
-        write_manifest(out, name)
-        return
+    else:
+        cfg = transformers.AutoConfig.from_pretrained(root)
+        model_cls = getattr(transformers, spec["cls"])
+        model = model_cls(cfg)
+        init_weights(model, spec["seed"], spec["norm"])
+        model = model.to(DTYPES[spec["dtype"]])
 
-    cfg = transformers.AutoConfig.from_pretrained(root)
-    model_cls = getattr(transformers, spec["cls"])
-    model = model_cls(cfg)
-    init_weights(model, spec["seed"], spec["norm"])
-    model = model.to(DTYPES[spec["dtype"]])
-
-    with tempfile.TemporaryDirectory() as tmp:
-        kw = {}
-        if spec.get("shard_size"):
-            kw["max_shard_size"] = spec["shard_size"]
-        model.save_pretrained(tmp, **kw)
-        if spec.get("fused_experts"):
-            # save_pretrained writes the per-expert layout of the Hub checkpoints; this writes the
-            # in-memory one (tensors contiguous, no tied parameters in these models).
-            from safetensors.torch import save_file
-            save_file({k: v.contiguous() for k, v in model.state_dict().items()},
-                      os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
-        for fn in sorted(os.listdir(tmp)):
-            if fn.startswith("model") and (fn.endswith(".safetensors") or fn.endswith(".index.json")):
-                shutil.copyfile(os.path.join(tmp, fn), os.path.join(root, fn))
-            elif fn == "generation_config.json":
-                shutil.copyfile(os.path.join(tmp, fn), os.path.join(root, fn))
+        with tempfile.TemporaryDirectory() as tmp:
+            kw = {}
+            if spec.get("shard_size"):
+                kw["max_shard_size"] = spec["shard_size"]
+            model.save_pretrained(tmp, **kw)
+            if spec.get("fused_experts"):
+                # save_pretrained writes the per-expert layout of the Hub checkpoints; this writes the
+                # in-memory one (tensors contiguous, no tied parameters in these models).
+                from safetensors.torch import save_file
+                save_file({k: v.contiguous() for k, v in model.state_dict().items()},
+                          os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+            for fn in sorted(os.listdir(tmp)):
+                if fn.startswith("model") and (fn.endswith(".safetensors") or fn.endswith(".index.json")):
+                    shutil.copyfile(os.path.join(tmp, fn), os.path.join(root, fn))
+                elif fn == "generation_config.json":
+                    shutil.copyfile(os.path.join(tmp, fn), os.path.join(root, fn))
 
     if spec.get("post_save"):
         spec["post_save"](root, spec)

@@ -1,57 +1,55 @@
-package load
+package load_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/tokenizer/load"
 )
 
-// TestGLM: GLM's special tokens come from the added tokens, each only
-// where SpecialVocab has none yet (bos stays config.json's); a tokenizer
-// without one of them is refused naming it.
-func TestGLM(t *testing.T) {
-	tok, err := os.ReadFile("../../testdata/convert/tokenizers/gpt2/tokenizer.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	added := func(names ...string) string {
-		var parts []string
-		for i, n := range names {
-			parts = append(parts, `"`+strconv.Itoa(50257+i)+`":{"content":"`+n+`","special":true}`)
+// TestGLMSpecials: the three GLM routines take their special ids from the
+// added vocabulary, after (and without replacing) those of the files, in
+// SpecialVocab's insertion order.
+func TestGLMSpecials(t *testing.T) {
+	dir := t.TempDir()
+	tok := `{"added_tokens":[` +
+		`{"id":2,"content":"<|endoftext|>","special":true},{"id":3,"content":"[gMASK]","special":true},` +
+		`{"id":4,"content":"<|user|>","special":true},{"id":5,"content":"<|observation|>","special":true}],` +
+		`"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[]},` +
+		`"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true}}`
+	for name, data := range map[string]string{"tokenizer.json": tok, "config.json": `{"eos_token_id":2}`} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		return `{"tokenizer_class":"GPT2Tokenizer","added_tokens_decoder":{` + strings.Join(parts, ",") + `}}`
 	}
-	folder := func(tc string) string {
-		dir := t.TempDir()
-		for name, b := range map[string][]byte{"tokenizer.json": tok, "tokenizer_config.json": []byte(tc),
-			"config.json": []byte(`{"bos_token_id":50256,"eos_token_id":50256}`)} {
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-				t.Fatal(err)
+	type id struct {
+		key string
+		v   uint32
+	}
+	for _, tc := range []struct {
+		name    string
+		routine func(string, load.Options) ([]gguf.KV, error)
+		want    []id
+	}{
+		{"ChatGLM", load.ChatGLM, []id{{gguf.KeyTokenizerEOSID, 2}, {gguf.KeyTokenizerEOTID, 4}, {gguf.KeyTokenizerUnknownID, 2}}},
+		{"GLM4", load.GLM4, []id{{gguf.KeyTokenizerEOSID, 2}, {gguf.KeyTokenizerEOTID, 4}, {gguf.KeyTokenizerUnknownID, 2}, {gguf.KeyTokenizerBOSID, 2}}},
+		{"GLM", load.GLM, []id{{gguf.KeyTokenizerEOSID, 2}, {gguf.KeyTokenizerBOSID, 3}, {gguf.KeyTokenizerEOTID, 4}, {gguf.KeyTokenizerUnknownID, 2}, {gguf.KeyTokenizerEOMID, 5}}},
+	} {
+		kvs, err := tc.routine(dir, load.Options{Pre: "gpt-2"})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var got []id
+		for _, kv := range kvs {
+			if v, ok := kv.Value.Any().(uint32); ok && kv.Key != gguf.KeyTokenizerTokenTypeCount {
+				got = append(got, id{kv.Key, v})
 			}
 		}
-		return dir
-	}
-	kvs, err := GLM(folder(added("[gMASK]", "<|user|>", "<|observation|>")), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]any{}
-	for _, kv := range kvs {
-		got[kv.Key] = kv.Value.Any()
-	}
-	for k, want := range map[string]uint32{gguf.KeyTokenizerBOSID: 50256, gguf.KeyTokenizerEOTID: 50258,
-		gguf.KeyTokenizerUnknownID: 50256, gguf.KeyTokenizerEOMID: 50259} {
-		if got[k] != want {
-			t.Errorf("%s = %v, want %d", k, got[k], want)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: special ids %v, want %v", tc.name, got, tc.want)
 		}
-	}
-	_, err = GLM(folder(added("[gMASK]", "<|user|>")), Options{})
-	if err == nil || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), `eom token "<|observation|>"`) {
-		t.Errorf("without <|observation|>: error %v", err)
 	}
 }

@@ -131,6 +131,8 @@ func TestHostileFolder(t *testing.T) {
 		{"added_tokens_decoder key", map[string]string{"tokenizer.json": bpe, "tokenizer_config.json": `{"added_tokens_decoder":{"x":{"content":"c"}}}`}, load.GPT2, load.Options{}, load.ErrFormat, "added_tokens_decoder.x"},
 		{"negative special id", map[string]string{"tokenizer.json": bpe, "config.json": `{"bos_token_id":-1}`}, load.GPT2, load.Options{Pre: "gpt-2"}, load.ErrFormat, "bos"},
 		{"token id past vocab_size", map[string]string{"tokenizer.json": bpe}, load.GPT2, load.Options{VocabSize: 1}, load.ErrFormat, "vocab_size 1"},
+		{"GLM without [gMASK]", map[string]string{"tokenizer.json": bpe}, load.GLM, load.Options{Pre: "gpt-2"}, load.ErrFormat, "[gMASK]"},
+		{"ChatGLM3 SentencePiece", map[string]string{"tokenizer.json": bpe, "config.json": `{"_name_or_path":"THUDM/chatglm3-6b"}`}, load.ChatGLM, load.Options{Pre: "gpt-2"}, load.ErrUnsupported, "chatglm3"},
 		{"hostile vocab_size", map[string]string{"tokenizer.json": bpe}, load.GPT2, load.Options{VocabSize: 1 << 40}, load.ErrTooLarge, "vocab_size"},
 		{"invalid UTF-8 chat template", map[string]string{"tokenizer.json": bpe, "tokenizer_config.json": `{"model_max_length":1}`, "chat_template.jinja": "\xff"}, load.GPT2, load.Options{Pre: "gpt-2"}, load.ErrFormat, "chat_template.jinja"},
 		{"chat_template list of strings", map[string]string{"tokenizer.json": bpe, "tokenizer_config.json": `{"chat_template":["x"]}`}, load.GPT2, load.Options{Pre: "gpt-2"}, load.ErrFormat, "chat_template[0]"},

@@ -16,6 +16,9 @@
 //	Phi3MiniModel.set_vocab                           Phi3
 //	BertModel.set_vocab                               Bert
 //	T5Model.set_vocab                                 T5
+//	ChatGLMModel.set_vocab (GlmForCausalLM)            ChatGLM
+//	Glm4Model.set_vocab (Glm4ForCausalLM)             GLM4
+//	_set_vocab_glm (Glm4MoeForCausalLM)               GLM
 //
 // Each returns the KVs its routine adds, in the order it adds them, with
 // gguf-py's GGUFWriter semantics (a key set twice keeps its first place

@@ -48,7 +48,7 @@ const (
 	moeLlama                   // top-k of soft-max, weights renormalised (Mixtral)
 	moeNormed                  // the same with expert_feed_forward_length (qwen3moe)
 	moeShared                  // weights not renormalised, plus a sigmoid-gated shared expert (qwen2moe)
-	moeDeepseek                // deepseek2: soft-max or sigmoid gating, selection bias, expert groups, scaled weights, shared experts
+	moeDeepseek                // deepseek2, glm4moe: soft-max or sigmoid gating, selection bias, expert groups, scaled weights, ungated shared experts
 	// moeOAI is gpt-oss's LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT with
 	// LLM_FFN_SWIGLU_OAI_MOE: the top-k of the biased router logits, soft-max
 	// over the chosen ones, experts with biases and the clamped SwiGLU.
@@ -94,15 +94,22 @@ type archInfo struct {
 	// parallelResidual lets {arch}.use_parallel_residual run attention and
 	// FFN on the same input: x + attn(ln1(x)) + ffn(ln2(x)) (gptneox).
 	parallelResidual bool
+	// sharedNorm: with the parallel residual, the FFN reads the attention
+	// norm's output (cohere2: one norm per block, no ffn_norm).
+	sharedNorm bool
+	// ropeSWAOnly rotates Q and K on sliding-window layers only (cohere2's
+	// global layers have no positional encoding).
+	ropeSWAOnly bool
+	// ffnNormPostAttn: the FFN's pre-norm is the tensor named
+	// post_attention_norm (the attn_post_norm of glm4moe and gpt-oss), not
+	// ffn_norm.
+	ffnNormPostAttn bool
 	// scaleQ multiplies Q by AttnScale and runs soft-max with scale 1
 	// (ggml_scale(Qcur) in gemma*, phi3); otherwise soft-max applies it.
 	scaleQ bool
 	// sinks: each attention head has a sink logit that joins its soft-max
 	// (attn_sinks, gpt-oss).
 	sinks bool
-	// ffnNormPostAttn: the FFN's input norm is stored as
-	// post_attention_norm (gpt-oss's attn_post_norm), not a post-norm.
-	ffnNormPostAttn bool
 	// checkRot: llama.cpp's loader refuses n_rot ≠ head size (llama);
 	// sameHeadDims and rotIsHead are the graph's GGML_ASSERTs.
 	checkRot, sameHeadDims, rotIsHead bool
@@ -264,6 +271,68 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF2}},
 		}),
 	},
+	// glm4: llama_model_glm4 (GLM-4-0414): normal RoPE on the first n_rot
+	// dimensions of each head (partial rotary), q/k/v biases, post-attention
+	// and post-FFN norms, the fused gate|up FFN; GLM-4.1V's text tower with
+	// M-RoPE. (The NextN/MTP blocks of GLM-OCR are not modelled.)
+	"glm4": {
+		norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLUFused, postNorms: true,
+		sameHeadDims: true,
+		hparams:      glm4Hparams,
+		tensors: concat(headRules(true, false), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.post_attention_norm.weight", dims: []dim{dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF2}},
+			{name: "blk.%d.post_ffw_norm.weight", dims: []dim{dEmbd}},
+		}),
+	},
+	// cohere2: llama_model_cohere2 (Command R7B, Command A): one bias-free
+	// LayerNorm feeding attention and FFN in parallel, 3 sliding-window
+	// layers (normal RoPE) to 1 global layer (no RoPE), logits scaled.
+	"cohere2": {
+		norm: normLayer, rope: ropeNorm, ffn: ffnSwiGLU, parallelResidual: true, sharedNorm: true, ropeSWAOnly: true,
+		sameHeadDims: true,
+		hparams:      cohere2Hparams,
+		tensors: concat([]rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+		}, gatedFFNRules(false)),
+	},
+	// glm4moe: llama_model_glm4_moe (GLM-4.5, GLM-4.6): NeoX RoPE on the
+	// first n_rot dimensions, q/k/v biases and optional q/k norms,
+	// post_attention_norm as the FFN norm, leading dense blocks, then
+	// sigmoid-routed experts plus shared experts; the NextN/MTP blocks after
+	// n_layer are loaded but not run (M-RoPE is not modelled).
+	"glm4moe": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU, ffnNormPostAttn: true,
+		sameHeadDims: true,
+		moe:          moeInfo{kind: moeDeepseek, required: true},
+		hparams:      glm4moeHparams,
+		tensors: concat(headRules(true, false), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}, optional: true},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK}, optional: true},
+			{name: "blk.%d.post_attention_norm.weight", dims: []dim{dEmbd}},
+		}, leadDense(gatedFFNRules(false)), []rule{
+			{name: "blk.%d.ffn_gate_inp.weight", dims: []dim{dEmbd, dExperts}, only: onlyRouted},
+			{name: "blk.%d.exp_probs_b.bias", dims: []dim{dExperts}, only: onlyRouted},
+			{name: "blk.%d.ffn_gate_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyRouted},
+			{name: "blk.%d.ffn_down_exps.weight", dims: []dim{dFFExp, dEmbd, dExperts}, only: onlyRouted},
+			{name: "blk.%d.ffn_up_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyRouted},
+			{name: "blk.%d.ffn_gate_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyRoutedShared},
+			{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyRoutedShared},
+			{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyRoutedShared},
+		}),
+	},
 	"gptneox": {
 		norm: normLayer, rope: ropeNeox, ffn: ffnGELU, parallelResidual: true,
 		sameHeadDims: true,
@@ -392,6 +461,121 @@ func gptneoxHparams(c *Config, r *kvReader) error {
 	return err
 }
 
+// cohere2Hparams mirrors llama_model_cohere2::load_arch_hparams: a
+// sliding-window pattern of 4 unless the file gives one, the SWA rope base
+// that of the other layers unless given, the window, logit scale and
+// layer-norm epsilon required.
+func cohere2Hparams(c *Config, r *kvReader) error {
+	if err := c.readSWAPattern(r, 4); err != nil {
+		return err
+	}
+	c.RopeBaseSWA, c.RopeFreqScaleSWA = c.RopeBase, c.RopeFreqScale
+	if _, err := r.f32(r.key("rope.freq_base_swa"), &c.RopeBaseSWA, false); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("attention.sliding_window"), &c.SlidingWindow, true); err != nil {
+		return err
+	}
+	if _, err := r.f32(r.key("logit_scale"), &c.LogitScale, true); err != nil {
+		return err
+	}
+	c.ParallelResidual = true
+	return layerNormEps(c, r)
+}
+
+// glm4Hparams mirrors llama_model_glm4::load_arch_hparams. With
+// rope.dimension_sections (GLM-4.1V) llama.cpp rotates with M-RoPE, which on
+// text, whose position is the same in every section, is NeoX RoPE: that is
+// what is run (image positions are not modelled).
+func glm4Hparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	if hasMRoPE(r) {
+		c.rope = ropeNeox
+	}
+	return nil
+}
+
+// hasMRoPE is llama_hparams::use_mrope: rope.dimension_sections with a
+// non-zero section.
+func hasMRoPE(r *kvReader) bool {
+	v, ok := r.md.KV(r.key("rope.dimension_sections"))
+	if !ok || !v.IsArray() {
+		return false
+	}
+	xs, ok := v.Ints()
+	if !ok {
+		return false
+	}
+	for _, x := range xs {
+		if x != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// glm4moeHparams mirrors llama_model_glm4_moe::load_arch_hparams: the
+// shared expert count (required), leading dense blocks, the routing
+// weights' scale and renormalisation, the gating function (sigmoid unless
+// given), and the NextN/MTP blocks after n_layer (llama_model_base's
+// nextn_predict_layers).
+func glm4moeHparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	if err := readNextN(c, r); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("expert_shared_count"), &c.ExpertShared, true); err != nil {
+		return err
+	}
+	if c.ExpertShared < 0 || c.ExpertShared > maxDim/max(c.FFExp, 1) {
+		return fmt.Errorf("%w: %d shared experts of width %d", ErrMetadata, c.ExpertShared, c.FFExp)
+	}
+	c.FFShared = c.ExpertShared * c.FFExp
+	if _, err := r.u32(r.key("leading_dense_block_count"), &c.DenseLead, false); err != nil {
+		return err
+	}
+	if c.DenseLead > c.Layers {
+		return fmt.Errorf("%w: %d leading dense blocks of %d", ErrMetadata, c.DenseLead, c.Layers)
+	}
+	c.ExpertWeightsScale = 0
+	if _, err := r.f32(r.key("expert_weights_scale"), &c.ExpertWeightsScale, false); err != nil {
+		return err
+	}
+	if _, err := r.boolean(r.key("expert_weights_norm"), &c.ExpertWeightsNorm, false); err != nil {
+		return err
+	}
+	c.ExpertGating = 2 // LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID unless given
+	if _, err := r.u32(r.key("expert_gating_func"), &c.ExpertGating, false); err != nil {
+		return err
+	}
+	if c.ExpertGating == 0 {
+		c.ExpertGating = 2
+	}
+	if c.ExpertGating != 2 {
+		return fmt.Errorf("%w: %s expert gating function %d (only sigmoid)", ErrUnsupported, c.Arch, c.ExpertGating)
+	}
+	return nil
+}
+
+// readNextN reads nextn_predict_layers, the multi-token-prediction blocks
+// after n_layer, and leaves Layers the blocks that are run
+// (hparams.n_layer() without them).
+func readNextN(c *Config, r *kvReader) error {
+	if _, err := r.u32(r.key("nextn_predict_layers"), &c.NextN, false); err != nil {
+		return err
+	}
+	if c.NextN < 0 || c.NextN >= c.Layers {
+		return fmt.Errorf("%w: %d of %d blocks are multi-token prediction", ErrMetadata, c.NextN, c.Layers)
+	}
+	c.Layers -= c.NextN
+	c.SWA = c.SWA[:c.Layers]
+	return nil
+}
+
 // gemmaHparams: Q is scaled by 1/sqrt(n_embd_head_v) (src/models/gemma.cpp).
 func gemmaHparams(c *Config, r *kvReader) error {
 	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDimV)))
@@ -486,15 +670,9 @@ func deepseek2Hparams(c *Config, r *kvReader) error {
 	if err := rmsEps(c, r); err != nil {
 		return err
 	}
-	if _, err := r.u32(r.key("nextn_predict_layers"), &c.NextN, false); err != nil {
+	if err := readNextN(c, r); err != nil {
 		return err
 	}
-	if c.NextN >= c.Layers {
-		return fmt.Errorf("%w: %d of %d blocks are multi-token prediction", ErrMetadata, c.NextN, c.Layers)
-	}
-	// hparams.n_layer() is the blocks without the MTP ones.
-	c.Layers -= c.NextN
-	c.SWA = c.SWA[:c.Layers]
 	lite := c.Layers == 27 || c.Layers == 26 || (c.Layers == 48 && c.Vocab == 128256)
 	if _, err := r.u32(r.key("leading_dense_block_count"), &c.DenseLead, false); err != nil {
 		return err
@@ -706,6 +884,9 @@ const (
 	onlyRouted
 	onlyNoQLora
 	onlyQLora
+	// onlyRoutedShared: a routed block of a model with shared experts
+	// (glm4moe, whose shared expert count may be 0).
+	onlyRoutedShared
 )
 
 // applies reports whether the rule is part of configuration c (for a
@@ -728,8 +909,21 @@ func (r rule) appliesAt(c *Config, il int) bool {
 		return c.QLora == 0
 	case onlyQLora:
 		return c.QLora > 0
+	case onlyRoutedShared:
+		return c.Experts > 0 && (il < 0 || il >= c.DenseLead) && c.FFShared > 0
 	}
 	return true
+}
+
+// leadDense marks rules as those of the leading dense blocks of a mixture
+// of experts (or of every block of a model without experts).
+func leadDense(rs []rule) []rule {
+	out := make([]rule, len(rs))
+	for i, r := range rs {
+		r.only = onlyLeadDense
+		out[i] = r
+	}
+	return out
 }
 
 // dense marks rules as those of a dense FFN.
@@ -833,22 +1027,20 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 			add(r.name, r.optional, r.dims...)
 		}
 	}
-	for il := c.Layers; il < c.Layers+c.NextN; il++ {
-		// Multi-token-prediction blocks: everything optional.
-		for _, r := range c.arch.tensors {
-			if strings.Contains(r.name, "%d") && r.appliesAt(c, il) {
-				add(fmt.Sprintf(r.name, il), true, r.dims...)
+	for il := 0; il < c.Layers+c.NextN; il++ {
+		// A multi-token-prediction block (after Layers) may hold a whole
+		// block and its own tensors, every one optional: llama.cpp skips
+		// them, and a conversion may leave them out.
+		mtp := il >= c.Layers
+		if mtp {
+			b := func(s string) string { return fmt.Sprintf("blk.%d.nextn.%s", il, s) }
+			add(b("eh_proj.weight"), true, dEmbd2, dEmbd)
+			for _, n := range []string{"enorm.weight", "hnorm.weight", "shared_head_norm.weight"} {
+				add(b(n), true, dEmbd)
 			}
+			add(b("embed_tokens.weight"), true, dEmbd, dVocab)
+			add(b("shared_head_head.weight"), true, dEmbd, dVocab)
 		}
-		b := func(s string) string { return fmt.Sprintf("blk.%d.nextn.%s", il, s) }
-		add(b("eh_proj.weight"), true, dEmbd2, dEmbd)
-		for _, n := range []string{"enorm.weight", "hnorm.weight", "shared_head_norm.weight"} {
-			add(b(n), true, dEmbd)
-		}
-		add(b("embed_tokens.weight"), true, dEmbd, dVocab)
-		add(b("shared_head_head.weight"), true, dEmbd, dVocab)
-	}
-	for il := 0; il < c.Layers; il++ {
 		for _, r := range c.arch.tensors {
 			switch {
 			case !r.appliesAt(c, il):
@@ -857,21 +1049,21 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 				fused := fmt.Sprintf("blk.%d.attn_qkv.weight", il)
 				if present(fused) {
 					n := c.size(q) + c.size(k) + c.size(v)
-					out = append(out, TensorSpec{Name: fused, Shape: []int64{c.size(in), n}},
+					out = append(out, TensorSpec{Name: fused, Shape: []int64{c.size(in), n}, Optional: mtp},
 						TensorSpec{Name: fmt.Sprintf("blk.%d.attn_qkv.bias", il), Shape: []int64{n}, Optional: true})
 					if present(fmt.Sprintf("blk.%d.attn_qkv.bias", il)) {
 						continue
 					}
 				} else {
-					add(fmt.Sprintf("blk.%d.attn_q.weight", il), false, in, q)
-					add(fmt.Sprintf("blk.%d.attn_k.weight", il), false, in, k)
-					add(fmt.Sprintf("blk.%d.attn_v.weight", il), false, in, v)
+					add(fmt.Sprintf("blk.%d.attn_q.weight", il), mtp, in, q)
+					add(fmt.Sprintf("blk.%d.attn_k.weight", il), mtp, in, k)
+					add(fmt.Sprintf("blk.%d.attn_v.weight", il), mtp, in, v)
 				}
 				add(fmt.Sprintf("blk.%d.attn_q.bias", il), true, q)
 				add(fmt.Sprintf("blk.%d.attn_k.bias", il), true, k)
 				add(fmt.Sprintf("blk.%d.attn_v.bias", il), true, v)
 			case strings.Contains(r.name, "%d"):
-				add(fmt.Sprintf(r.name, il), r.optional, r.dims...)
+				add(fmt.Sprintf(r.name, il), r.optional || mtp, r.dims...)
 			}
 		}
 	}

@@ -71,6 +71,9 @@ type Config struct {
 	// AttnSoftcap and FinalSoftcap cap attention scores and output logits
 	// with c·tanh(x/c); 0 means no capping.
 	AttnSoftcap, FinalSoftcap float32
+	// LogitScale multiplies the output logits (cohere2's logit_scale); 0
+	// means none.
+	LogitScale float32
 	// Experts and ExpertsUsed are the mixture-of-experts counts (0 for a
 	// dense model); FFExp and FFShared the widths of each routed expert and
 	// of the shared expert (qwen2moe).
@@ -112,6 +115,9 @@ type Config struct {
 	yarnUntruncated bool
 
 	arch *archInfo
+	// rope is the rotation the layers use: the architecture's, or NeoX
+	// for M-RoPE over text positions (glm4 with rope.dimension_sections).
+	rope ropeMode
 }
 
 // kvReader reads keys with llama.cpp's type rules (llama_model_loader::get_key
@@ -224,7 +230,7 @@ func ParseConfig(md Metadata) (*Config, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: architecture %q (supported: %s)", ErrUnsupported, r.arch, archNames())
 	}
-	c := &Config{Arch: r.arch, arch: a}
+	c := &Config{Arch: r.arch, arch: a, rope: a.rope}
 	if err := c.readCommon(r); err != nil {
 		return nil, err
 	}

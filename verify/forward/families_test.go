@@ -175,6 +175,15 @@ func TestFamilies(t *testing.T) {
 		{"gptoss", "gpt-oss", 1e-6, nil, untruncatedYarn},
 		{"gptossmxfp4", "gpt-oss", 5e-4, nil, nil},
 		{"gptossmxfp4", "gpt-oss", 1e-6, nil, untruncatedYarn},
+		{"glm4", "glm4", 1e-6, nil, nil},
+		{"cohere2", "cohere2", 1e-6, nil, nil},
+		// Sigmoid routing with a selection bias, a leading dense block,
+		// shared experts; the NextN block is loaded and not run.
+		{"glm4moe", "glm4moe", 1e-6, nil, nil},
+		// The text towers of GLM-4.1V and GLM-4.5V: M-RoPE over text
+		// positions (Q/K reordered to NeoX order by the converter for glm4).
+		{"glm4v", "glm4", 1e-6, nil, nil},
+		{"glm4vmoe", "glm4moe", 1e-6, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

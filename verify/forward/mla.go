@@ -43,12 +43,12 @@ func (s *Session) mlaAttention(ctx context.Context, il int, ly *layer, h [][]flo
 		ropeCache(cache, s.n+t, nRot, c.RopeBase, c.RopeFreqScale, s.factors, c)
 		kv := kva[t]
 		rmsNorm(kv[:rank], kv[:rank], ly.kvANorm, c.NormEps)
-		rope(kv[rank:], cache, nRot, c.arch.rope)
+		rope(kv[rank:], cache, nRot, c.rope)
 		copy(s.k[il][(s.n+t)*c.kvDimK():], kv)
 		copy(s.v[il][(s.n+t)*c.kvDimV():], kv[:rank])
 		for hd := 0; hd < c.Heads; hd++ {
 			qh := q[t][hd*kMLA : (hd+1)*kMLA]
-			rope(qh[nope:], cache, nRot, c.arch.rope)
+			rope(qh[nope:], cache, nRot, c.rope)
 			dst := Q[t][hd*(rank+nRot) : (hd+1)*(rank+nRot)]
 			if err := s.mul(ctx, ly.wkB[hd], nil, [][]float32{qh[:nope]}, [][]float32{dst[:rank]}); err != nil {
 				return nil, err

@@ -203,8 +203,12 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.kNorm, b("attn_k_norm.weight"))
 		set(&ly.wo, b("attn_output.weight"))
 		set(&ly.bo, b("attn_output.bias"))
-		set(&ly.attnPost, b("post_attention_norm.weight"))
-		set(&ly.ffnNorm, b("ffn_norm.weight"))
+		if cfg.arch.ffnNormPostAttn {
+			set(&ly.ffnNorm, b("post_attention_norm.weight"))
+		} else {
+			set(&ly.attnPost, b("post_attention_norm.weight"))
+			set(&ly.ffnNorm, b("ffn_norm.weight"))
+		}
 		set(&ly.ffnNormB, b("ffn_norm.bias"))
 		set(&ly.gate, b("ffn_gate.weight"))
 		set(&ly.up, b("ffn_up.weight"))
@@ -236,10 +240,6 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.bDownExps, b("ffn_down_exps.bias"))
 		if err != nil {
 			return nil, err
-		}
-		if cfg.arch.ffnNormPostAttn {
-			// gpt-oss names its FFN input norm attn_post_norm.
-			ly.ffnNorm, ly.attnPost = ly.attnPost, nil
 		}
 	}
 	return m, nil

@@ -131,6 +131,13 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 	if err := s.mul(ctx, m.output, m.outputB, x, logits); err != nil {
 		return nil, err
 	}
+	if c.LogitScale != 0 {
+		for _, l := range logits {
+			for i := range l {
+				l[i] *= c.LogitScale
+			}
+		}
+	}
 	if c.FinalSoftcap != 0 {
 		for _, l := range logits {
 			softcap(l, c.FinalSoftcap)
@@ -166,9 +173,12 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 		return err
 	}
 	if c.ParallelResidual {
-		// x + ffn(ln2(x)) + attn(ln1(x)), added in ggml's order.
-		for t := range x {
-			s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
+		// x + ffn(ln2(x)) + attn(ln1(x)), added in ggml's order; with
+		// sharedNorm the FFN reads ln1(x) too.
+		if !c.arch.sharedNorm {
+			for t := range x {
+				s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
+			}
 		}
 		f := rows(T, c.Embd)
 		if err := s.ffn(ctx, ly, h, f); err != nil {
@@ -227,7 +237,7 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 			}
 		}
 	}
-	if c.arch.rope != ropeNone {
+	if c.rope != ropeNone && (!c.arch.ropeSWAOnly || c.SWA[il]) {
 		base, scale := c.RopeBase, c.RopeFreqScale
 		if c.SWA[il] {
 			base, scale = c.RopeBaseSWA, c.RopeFreqScaleSWA
@@ -236,10 +246,10 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 		for t := range q {
 			ropeCache(cache, s.n+t, c.Rot, base, scale, s.factors, c)
 			for hd := 0; hd < c.Heads; hd++ {
-				rope(q[t][hd*c.HeadDimK:], cache, c.Rot, c.arch.rope)
+				rope(q[t][hd*c.HeadDimK:], cache, c.Rot, c.rope)
 			}
 			for hd := 0; hd < c.HeadsKV; hd++ {
-				rope(k[t][hd*c.HeadDimK:], cache, c.Rot, c.arch.rope)
+				rope(k[t][hd*c.HeadDimK:], cache, c.Rot, c.rope)
 			}
 		}
 	}
@@ -543,25 +553,21 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 			}
 		}
 	}
-	if c.arch.moe.kind == moeDeepseek {
-		// The shared experts, added ungated.
-		sh := rows(T, c.Embd)
-		if err := s.swiglu(ctx, ly.gateShared, ly.upShared, ly.downSh, h, sh); err != nil {
-			return err
-		}
+	if ly.gateShared == nil {
+		return nil
+	}
+	sh := rows(T, c.Embd)
+	if err := s.swiglu(ctx, ly.gateShared, ly.upShared, ly.downSh, h, sh); err != nil {
+		return err
+	}
+	if ly.gateInpShared == nil {
+		// Ungated shared experts (deepseek2, glm4moe): routed + shared.
 		for t := range out {
 			for d, v := range sh[t] {
 				out[t][d] += v
 			}
 		}
 		return nil
-	}
-	if ly.gateInpShared == nil {
-		return nil
-	}
-	sh := rows(T, c.Embd)
-	if err := s.swiglu(ctx, ly.gateShared, ly.upShared, ly.downSh, h, sh); err != nil {
-		return err
 	}
 	for t := range out {
 		g := 1 / (1 + float32(math.Exp(float64(-dot(ly.gateInpShared, h[t])))))
