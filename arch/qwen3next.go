@@ -118,14 +118,16 @@ func (m *qwen3Next) IndexTensors(names []string) error {
 		if !ok {
 			continue
 		}
-		name = strings.TrimPrefix(name, "model.mtp.")
+		if strings.HasPrefix(name, "model.mtp.") {
+			name = strings.TrimPrefix(name, "model.")
+		}
+		// filter_tensors counts mtp.layers.N.<rest> (four dot-separated
+		// parts, N decimal).
 		if rest, ok := strings.CutPrefix(name, "mtp.layers."); ok {
 			idx, tail, _ := strings.Cut(rest, ".")
-			if i, err := strconv.Atoi(idx); err == nil && tail != "" && strings.Trim(idx, "0123456789") == "" && i < 1<<10 {
+			if i, err := strconv.Atoi(idx); err == nil && tail != "" && idx != "" && strings.Trim(idx, "0123456789") == "" && i < 1<<10 {
 				m.mtp = max(m.mtp, i+1)
 			}
-		} else if strings.HasPrefix(name, "model.mtp.") {
-			continue
 		}
 	}
 	if m.mtp == 0 {

@@ -25,7 +25,7 @@ func TestQwen3NextConfig(t *testing.T) {
 	if err := ix.IndexTensors([]string{"model.layers.0.linear_attn.A_log"}); err == nil || !strings.Contains(err.Error(), "AssertionError") {
 		t.Fatalf("no MTP tensors: error %v", err)
 	}
-	if err := ix.IndexTensors([]string{"mtp.fc.weight", "mtp.layers.0.input_layernorm.weight"}); err != nil {
+	if err := ix.IndexTensors([]string{"mtp.fc.weight", "model.mtp.layers.0.input_layernorm.weight"}); err != nil {
 		t.Fatal(err)
 	}
 	if m.BlockCount() != 5 {
