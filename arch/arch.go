@@ -130,6 +130,14 @@ type Model interface {
 	ForceType(out *Output, nDims int) (gguf.Type, bool)
 }
 
+// TensorIndexer is implemented by a Model whose hyperparameters depend on
+// the checkpoint's tensor names (ModelBase.index_tensors, e.g. the MTP
+// layer count of Qwen3-Next): IndexTensors gets every tensor name of the
+// checkpoint before Params and Modify are called.
+type TensorIndexer interface {
+	IndexTensors(names []string) error
+}
+
 // Constructor builds a Model from hparams and the model's folder (some
 // classes read extra files there, e.g. sentence-transformers' modules.json).
 type Constructor func(h HParams, dir string) (Model, error)

@@ -59,15 +59,6 @@ func headDimOrSplit(h HParams) (int64, error) {
 	return floorDiv(hidden, heads), nil
 }
 
-// floorDiv is Python's // on integers.
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
 // chatGLM is ChatGLMModel: its own hyperparameter keys (ChatGLM's
 // seq_length, ffn_hidden_size, multi_query_group_num, layernorm_epsilon,
 // rope_ratio, with fallbacks that make transformers' Glm config usable), no

@@ -175,3 +175,12 @@ func isInt(v any) bool {
 	_, err := strconv.ParseInt(string(n), 10, 64)
 	return err == nil
 }
+
+// floorDiv is Python's // on integers.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

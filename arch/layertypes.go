@@ -74,3 +74,65 @@ func squeezeAll(shape []int64) []int64 {
 	}
 	return out
 }
+
+// deriveIntervalLayerTypes is the __post_init__ of Qwen3NextConfig,
+// Qwen3_5TextConfig and Qwen3_5MoeTextConfig: without layer_types, every
+// full_attention_interval-th layer (default 4) is "full_attention" and
+// the others "linear_attention"; full_attention_interval is popped from
+// the kwargs then, so AutoConfig's dictionary no longer has it.
+func deriveIntervalLayerTypes(h HParams) {
+	if !unset(h, "layer_types") {
+		return
+	}
+	n, err := asInt(h["num_hidden_layers"])
+	if err != nil || !isInt(h["num_hidden_layers"]) || n < 0 || n > 1<<16 {
+		return
+	}
+	interval := int64(4)
+	if v, ok := h["full_attention_interval"]; ok {
+		iv, err := asInt(v)
+		if err != nil || !isInt(v) || iv <= 0 {
+			// Python's modulo by it would fail or differ: leave the
+			// config as it is, for the plugin to refuse.
+			return
+		}
+		interval = iv
+	}
+	types := make([]any, n)
+	for i := range n {
+		types[i] = "full_attention"
+		if (i+1)%interval != 0 {
+			types[i] = "linear_attention"
+		}
+	}
+	h["layer_types"] = types
+	delete(h, "full_attention_interval")
+}
+
+// recurrentLayers is the per-block flag list of the gated-delta-net
+// hybrids (Qwen3NextModel.set_gguf_parameters): true for the
+// "linear_attention" layers, false for the others and for the extra
+// (MTP) blocks past the config's layers.
+func recurrentLayers(types []string, blocks int) []bool {
+	out := make([]bool, blocks)
+	for i, t := range types {
+		out[i] = t == "linear_attention"
+	}
+	return out
+}
+
+// vHeadOrder is _LinearAttentionVReorderBase._reorder_v_heads as a
+// permutation of n = nK·perK·dim positions: the heads grouped by key head
+// (key head i, its value heads j) become tiled (value head j of every key
+// head i in turn); out[p] is the source position of output position p.
+func vHeadOrder(nK, perK, dim int64) []int64 {
+	order := make([]int64, nK*perK*dim)
+	for j := range perK {
+		for i := range nK {
+			for d := range dim {
+				order[(j*nK+i)*dim+d] = (i*perK+j)*dim + d
+			}
+		}
+	}
+	return order
+}

@@ -87,6 +87,16 @@ func newQwenMoe(ggufArch string) Constructor {
 func (m *qwenMoe) Vocab() VocabKind { return VocabGPT2 }
 
 func (m *qwenMoe) Params(ft gguf.FileType) ([]gguf.KV, error) {
+	k, err := m.moeParams(ft)
+	if err != nil {
+		return nil, err
+	}
+	return k.l.KVs(), nil
+}
+
+// moeParams is Qwen2MoeModel.set_gguf_parameters: TextModel's keys, then
+// the expert and shared-expert feed-forward lengths.
+func (m *qwenMoe) moeParams(ft gguf.FileType) (*kv, error) {
 	k, err := m.params(ft)
 	if err != nil {
 		return nil, err
@@ -101,7 +111,7 @@ func (m *qwenMoe) Params(ft gguf.FileType) ([]gguf.KV, error) {
 			}
 		}
 	}
-	return k.l.KVs(), nil
+	return k, nil
 }
 
 func (m *qwenMoe) Modify(in Input, bid int) ([]Output, error) {

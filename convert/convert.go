@@ -149,6 +149,17 @@ func open(path string, opts Options) (*job, error) {
 			return nil, fmt.Errorf("convert: %s: %w", m.Root, err)
 		}
 	}
+	if ix, ok := j.plugin.(arch.TensorIndexer); ok {
+		infos := m.Source.Tensors()
+		names := make([]string, len(infos))
+		for i, t := range infos {
+			names[i] = t.Name
+		}
+		if err := ix.IndexTensors(names); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("convert: %s: %w", m.Root, err)
+		}
+	}
 	outType := opts.OutType
 	if outType == "" {
 		outType = "auto"

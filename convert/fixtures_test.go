@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -85,6 +86,16 @@ var aliasesWithoutFixture = map[string]string{
 	"LFM2ForCausalLM":               "Lfm2ForCausalLM",
 	// ChatGLMModel's second name: the same remote-code checkpoints.
 	"ChatGLMForConditionalGeneration": "ChatGLMModel",
+	// Qwen2VLModel: Qwen2-VL's text tower and Qwen2.5-VL's differ only in
+	// their vision towers, which the converter drops; the base model has no
+	// lm_head; Qwen2.5-Omni's thinker carries a "thinker." prefix.
+	"Qwen2VLForConditionalGeneration": "Qwen2_5_VLForConditionalGeneration",
+	"Qwen2VLModel":                    "Qwen2_5_VLForConditionalGeneration",
+	"Qwen2_5OmniModel":                "Qwen2_5_VLForConditionalGeneration",
+	// The Qwen3.5 text-only classes: the multimodal checkpoint's text tower
+	// without the "model.language_model." prefix and the vision tower.
+	"Qwen3_5ForCausalLM":    "Qwen3_5ForConditionalGeneration",
+	"Qwen3_5MoeForCausalLM": "Qwen3_5MoeForConditionalGeneration",
 }
 
 func TestFixtures(t *testing.T) {
@@ -176,7 +187,13 @@ func describeDiff(path string, exp *fixtureExpected) string {
 			return fmt.Sprintf("key #%d is %s, llama.cpp has %s", i, kv.Key, e.Key)
 		}
 		if e.SHA256 == "" {
-			if got, _ := json.Marshal(kv.Value.Any()); string(got) != string(e.Value) && !jsonNumbersEqual(got, e.Value) {
+			// The expectation's value is pretty-printed JSON: compare it compacted.
+			var want bytes.Buffer
+			if json.Compact(&want, e.Value) != nil {
+				want.Reset()
+				want.Write(e.Value)
+			}
+			if got, _ := json.Marshal(kv.Value.Any()); string(got) != want.String() && !jsonNumbersEqual(got, e.Value) {
 				return fmt.Sprintf("%s = %s, llama.cpp %s", e.Key, got, e.Value)
 			}
 		}

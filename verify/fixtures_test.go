@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/convert"
@@ -55,6 +56,8 @@ func TestFixtures(t *testing.T) {
 		{"glm4", "Partial rotary, post norms"},
 		{"glm4moe", "A dense block, then sigmoid-routed experts"},
 		{"cohere2", "Three sliding layers, one global"},
+		{"qwen25vl", "Once upon a time there was"},
+		{"qwen3vl", "The little dog ran to the park"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
@@ -78,5 +81,21 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("Q8_0 conversion fails against F32: %v", rep.Problems)
 			}
 		})
+	}
+}
+
+// TestRecurrentStructureOnly: an architecture with recurrent blocks
+// (qwen3next's gated delta net) is verified without a forward pass, and the
+// report says so; its Q8_0 conversion still passes the tensor comparison.
+func TestRecurrentStructureOnly(t *testing.T) {
+	dir := assembleFixture(t, "qwen3next")
+	f32 := open(t, convertTo(t, dir, "f32"))
+	q8 := open(t, convertTo(t, dir, "q8_0"))
+	rep := run(t, q8, GGUFReference(f32), Options{Prompt: "Hello", NPredict: 4})
+	if !rep.OK || rep.Forward != nil || len(rep.Tensors) == 0 {
+		t.Fatalf("OK %v, forward %v, %d tensors compared, problems %v", rep.OK, rep.Forward, len(rep.Tensors), rep.Problems)
+	}
+	if len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[0], "structure (metadata, tokenizer) and the tensors only") {
+		t.Errorf("warnings %q do not say the check is structural only", rep.Warnings)
 	}
 }

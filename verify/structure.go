@@ -16,7 +16,16 @@ import (
 // an error: the verification cannot say whether the file is right.
 func (v *verifier) checkStructure() error {
 	cfg, err := forward.ParseConfig(v.f)
+	arch := v.f.Architecture()
 	switch {
+	case errors.Is(err, forward.ErrUnsupported) && recurrentArchs[arch] != "":
+		// Checked without verify/forward: the tokenizer, every tensor's
+		// data and, with a reference, the metadata and tensors against it.
+		v.structureOnly = true
+		v.rep.Warnings = append(v.rep.Warnings, fmt.Sprintf(
+			"%s has recurrent blocks (%s), which verify/forward does not implement: this verification checks the "+
+				"structure (metadata, tokenizer) and the tensors only, with no tensor-set check against llama.cpp's "+
+				"loader and no forward pass", arch, recurrentArchs[arch]))
 	case errors.Is(err, forward.ErrUnsupported):
 		return err
 	case err != nil:
@@ -37,6 +46,17 @@ func (v *verifier) checkStructure() error {
 	}
 	v.vocab = vocab
 	return nil
+}
+
+// recurrentArchs are the architectures with recurrent blocks that
+// ggufkit converts and verify/forward does not run, with what the blocks
+// are: verify checks their structure and tensors only, and says so.
+var recurrentArchs = map[string]string{
+	"qwen3next": "gated delta net linear attention",
+	"qwen35":    "gated delta net linear attention",
+	"qwen35moe": "gated delta net linear attention",
+	"lfm2":      "gated short convolutions",
+	"lfm2moe":   "gated short convolutions",
 }
 
 // checkTensorSet compares the file's tensors with ExpectedTensors: every

@@ -116,6 +116,9 @@ type verifier struct {
 	tok    *tokenizer.Tokenizer // nil when the vocabulary does not load
 	vocab  *tokenizer.Vocab
 	broken bool // a structural failure the forward pass cannot run with
+	// structureOnly is set for an architecture with recurrent blocks:
+	// no tensor-set check and no forward pass (see recurrentArchs).
+	structureOnly bool
 }
 
 func (v *verifier) fail(c Check, subject, msg string) {
@@ -142,7 +145,7 @@ func (v *verifier) run(ctx context.Context) error {
 	if err := v.checkTensors(ctx); err != nil {
 		return err
 	}
-	if v.opts.SkipForward || v.broken {
+	if v.opts.SkipForward || v.broken || v.structureOnly {
 		return nil
 	}
 	return v.runForward(ctx)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/ggufkit/ggufkit/gguf"
 )
 
 // The building blocks an architecture picks from.
@@ -1068,4 +1070,45 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 		}
 	}
 	return out
+}
+
+// The text towers of the Qwen vision-language models (qwen2vl, qwen3vl,
+// qwen3vlmoe) are qwen2, qwen3 and qwen3moe with multi-section rotary
+// embeddings (M-RoPE; interleaved sections for qwen3vl): each rotary pair
+// takes its position from the section it falls in (temporal, height,
+// width). Text tokens have the same position in every section
+// (transformers' get_rope_index, llama.cpp's text batches), which makes
+// M-RoPE the plain NEOX rotation this package computes; images are not
+// run. qwen3vl's deepstack layers only add vision features.
+func init() {
+	for vl, base := range map[string]string{"qwen2vl": "qwen2", "qwen3vl": "qwen3", "qwen3vlmoe": "qwen3moe"} {
+		a := *archs[base]
+		a.hparams = mropeHparams(a.hparams)
+		archs[vl] = &a
+	}
+}
+
+// mropeHparams reads rope.dimension_sections after base: llama.cpp's
+// loaders require its 4 entries, each non-negative.
+func mropeHparams(base func(*Config, *kvReader) error) func(*Config, *kvReader) error {
+	return func(c *Config, r *kvReader) error {
+		if err := base(c, r); err != nil {
+			return err
+		}
+		key := r.key("rope.dimension_sections")
+		v, _, err := r.lookup(key, gguf.TypeArray, true)
+		if err != nil {
+			return err
+		}
+		xs, ok := v.Any().([]int32)
+		if !ok || len(xs) != 4 {
+			return fmt.Errorf("%w: %s is not 4 int32 values", ErrMetadata, key)
+		}
+		for _, x := range xs {
+			if x < 0 {
+				return fmt.Errorf("%w: %s has a negative section (%v)", ErrMetadata, key, xs)
+			}
+		}
+		return nil
+	}
 }

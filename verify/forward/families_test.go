@@ -133,6 +133,11 @@ func TestFamilies(t *testing.T) {
 		{"mixtral", "llama", 1e-6, nil, nil},
 		{"qwen2moe", "qwen2moe", 1e-6, nil, nil},
 		{"qwen3moe", "qwen3moe", 1e-6, nil, nil},
+		// The Qwen vision-language text towers on text positions (M-RoPE
+		// reduces to NEOX RoPE there).
+		{"qwen25vl", "qwen2vl", 1e-6, nil, nil},
+		{"qwen3vl", "qwen3vl", 1e-6, nil, nil},
+		{"qwen3vlmoe", "qwen3vlmoe", 1e-6, nil, nil},
 		// ggml evaluates GELU through an fp16 table (GGML_GELU_FP16): about 1e-5
 		// of the largest logit for gemma's GeGLU, more for the others (measured:
 		// gemma 1.3e-5, gemma2 6.1e-5, gemma3 1.7e-5, starcoder2 1.6e-4, gpt2
