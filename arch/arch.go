@@ -68,6 +68,7 @@ const (
 	VocabGemma         VocabKind = "gemma"         // GemmaModel.set_vocab
 	VocabGemma2        VocabKind = "gemma2"        // Gemma2Model.set_vocab
 	VocabGemma3        VocabKind = "gemma3"        // Gemma3Model.set_vocab
+	VocabGemma4        VocabKind = "gemma4"        // Gemma4Model.set_vocab
 	VocabPhi3          VocabKind = "phi3"          // Phi3MiniModel.set_vocab
 	VocabBert          VocabKind = "bert"          // BertModel.set_vocab (WordPiece)
 )

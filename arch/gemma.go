@@ -22,6 +22,9 @@ func init() {
 type gemma struct {
 	text
 	version int
+	// noNormShift: the norm weights are stored as they are used (Gemma 3n
+	// and Gemma 4 override Gemma3Model.norm_shift with 0).
+	noNormShift bool
 }
 
 func newGemma(version int) Constructor {
@@ -195,7 +198,7 @@ func (m *gemma) Modify(in Input, bid int) ([]Output, error) {
 			build = func(srcs [][]float32) ([]float32, error) { return srcs[0][:n], nil }
 		}
 	}
-	if strings.HasSuffix(in.Name, "norm.weight") {
+	if strings.HasSuffix(in.Name, "norm.weight") && !m.noNormShift {
 		build = addOne(in.DType)
 	}
 	out, err := m.mapped(in, in.Name, bid, build)

@@ -83,6 +83,7 @@ var aliasesWithoutFixture = map[string]string{
 	"Qwen3Model":                    "Qwen3ForCausalLM",
 	"BertForSequenceClassification": "BertModel",
 	"LFM2ForCausalLM":               "Lfm2ForCausalLM",
+	"Gemma4ForCausalLM":             "Gemma4ForConditionalGeneration",
 }
 
 func TestFixtures(t *testing.T) {
