@@ -50,6 +50,11 @@ type Output struct {
 	// RowOrder[i]. The converter may then convert the stored rows straight
 	// to the output type in that order instead of calling Build.
 	RowOrder []int64
+	// PadValues is the number of zero values Build appends after its
+	// sources' (Gemma 3n's token embeddings padded to the full
+	// vocabulary); the convert package allows at most as many as the
+	// sources hold.
+	PadValues int64
 	// HFName is the source name the converter's type rules see (the name
 	// modify_tensors was called with), and Bid its block number (-1: none).
 	HFName string

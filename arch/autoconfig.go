@@ -93,6 +93,9 @@ var derivedKeys = map[string][]derivation{
 	// per_layer_config in place of global_head_dim /
 	// num_global_key_value_heads.
 	"gemma4_text": {deriveGemma4},
+	// Gemma3nTextConfig: intermediate_size as a per-layer list, default
+	// layer types (4 sliding to 1 full) and activation sparsity.
+	"gemma3n_text": {deriveGemma3n},
 }
 
 // A derivation sets a key the config class computes from others.
@@ -275,4 +278,50 @@ func deriveGemma4(h HParams) {
 		per[strconv.Itoa(i)] = o
 	}
 	h["per_layer_config"] = per
+}
+
+// deriveGemma3n is Gemma3nTextConfig.__post_init__: an intermediate_size
+// that is not a list becomes one entry per layer; layer_types default to
+// 4 sliding layers to 1 full one; activation_sparsity_pattern defaults to
+// 0.95 on the first 10 layers (none when there are 10 or fewer) and 0.0
+// on the rest. (Lists of the wrong length, which the class refuses, are
+// left for the plugin to refuse.)
+func deriveGemma3n(h HParams) {
+	n, err := asInt(h["num_hidden_layers"])
+	if err != nil || n < 0 || n > 1<<16 {
+		return
+	}
+	if v, ok := h["intermediate_size"]; ok {
+		if _, isList := v.([]any); !isList {
+			list := make([]any, n)
+			for i := range list {
+				list[i] = v
+			}
+			h["intermediate_size"] = list
+		}
+	}
+	if unset(h, "layer_types") {
+		types := make([]any, n)
+		for i := range types {
+			types[i] = "sliding_attention"
+			if (i+1)%5 == 0 {
+				types[i] = "full_attention"
+			}
+		}
+		h["layer_types"] = types
+	}
+	if unset(h, "activation_sparsity_pattern") {
+		sparse := int64(0)
+		if n > 10 {
+			sparse = 10
+		}
+		asp := make([]any, n)
+		for i := range asp {
+			asp[i] = json.Number("0.0")
+			if int64(i) < sparse {
+				asp[i] = json.Number("0.95")
+			}
+		}
+		h["activation_sparsity_pattern"] = asp
+	}
 }

@@ -184,7 +184,8 @@ func (m *gemma) Modify(in Input, bid int) ([]Output, error) {
 	var build func([][]float32) ([]float32, error)
 	shape := in.Shape
 	if m.version == 3 && strings.Contains(in.Name, "embed_tokens.weight") && len(shape) > 0 {
-		vs, _, err := m.h.Int("vocab_size")
+		// _create_vocab_sentencepiece's find_hparam order.
+		vs, _, err := m.h.Int("vocab_size_per_layer_input", "vocab_size")
 		if err != nil {
 			return nil, err
 		}

@@ -84,6 +84,7 @@ var aliasesWithoutFixture = map[string]string{
 	"BertForSequenceClassification": "BertModel",
 	"LFM2ForCausalLM":               "Lfm2ForCausalLM",
 	"Gemma4ForCausalLM":             "Gemma4ForConditionalGeneration",
+	"Gemma3nForCausalLM":            "Gemma3nForConditionalGeneration",
 }
 
 func TestFixtures(t *testing.T) {
