@@ -49,6 +49,7 @@ func TestFixtures(t *testing.T) {
 		{"gemma2", "One, two, three, four"},
 		{"gpt2", "The quick brown fox"},
 		{"mixtral", "Two experts of four, chosen per token"},
+		{"gemma4", "Per-layer embeddings and shared keys"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

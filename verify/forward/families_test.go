@@ -136,6 +136,11 @@ func TestFamilies(t *testing.T) {
 		{"starcoder2", "starcoder2", 5e-4, nil},
 		{"gpt2", "gpt2", 5e-4, nil},
 		{"gptneox", "gptneox", 1e-3, nil},
+		// Per-layer head widths and FFN widths, proportional rope through
+		// rope_freqs, KV-shared layers, per-layer embeddings; GELU twice
+		// per layer through ggml's fp16 table: 7.4e-5 (3.3e-7 with
+		// transformers' GELU swapped in).
+		{"gemma4", "gemma4", 2e-4, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
