@@ -125,6 +125,10 @@ func parseGemma4(r *kvReader) (*Config, error) {
 		return nil, fmt.Errorf("%w: %d shared KV layers of %d", ErrMetadata, shared, c.Layers)
 	}
 	g.kvFrom = c.Layers - shared
+	if g.kvFrom < 2 {
+		// GGML_ASSERT(hparams.n_layer_kv_from_start >= 2) in the cache's reuse callback.
+		return nil, fmt.Errorf("%w: %d layers with %d shared KV layers (llama.cpp needs 2 that are not)", ErrMetadata, c.Layers, shared)
+	}
 	c.RopeBase, c.RopeBaseSWA, c.RopeFreqScale, c.RopeFreqScaleSWA, c.RopeAttnFactor = 10000, 10000, 1, 1, 1
 	for _, k := range []struct {
 		suffix   string
@@ -294,18 +298,22 @@ func loadGemma4(cfg *Config, w Weights, threads int) (*Model, error) {
 }
 
 // gemma4KVSource is the layer whose cache layer il reads: itself, or for
-// a KV-shared layer the last layer before kvFrom of the same kind
-// (llama_hparams::n_layer_kv_from_start and the iSWA cache's layer reuse).
-func (c *Config) gemma4KVSource(il int) int {
-	if il < c.g4.kvFrom {
-		return il
+// a KV-shared layer (il ≥ n_layer_kv_from_start) the layer llama.cpp's
+// iSWA cache reuses (llama_model::create_memory's reuse callback):
+// n_layer_kv_from_start − 2 for a sliding-window layer, − 1 for a full one.
+func (c *Config) gemma4KVSource(il int) (int, error) {
+	g := c.g4
+	if il < g.kvFrom {
+		return il, nil
 	}
-	for j := c.g4.kvFrom - 1; j >= 0; j-- {
-		if c.SWA[j] == c.SWA[il] {
-			return j
-		}
+	src := g.kvFrom - 1
+	if c.SWA[il] {
+		src = g.kvFrom - 2
 	}
-	return -1
+	if src < 0 || g.headDim[src] != g.headDim[il] || g.headsKV[src] != g.headsKV[il] {
+		return -1, fmt.Errorf("%w: layer %d would reuse the cache of layer %d, which has other key/value widths", ErrUnsupported, il, src)
+	}
+	return src, nil
 }
 
 // evalGemma4 is llama_model_gemma4::graph for a batch of tokens at the
@@ -381,9 +389,9 @@ func (s *Session) gemma4Layer(ctx context.Context, il int, x, pl [][]float32) er
 		}
 		ropeHeads(q[t], c.Heads, s.n+t)
 	}
-	src := c.gemma4KVSource(il)
-	if src < 0 {
-		return fmt.Errorf("%w: layer %d reuses a cache no earlier layer of its kind produces", ErrMetadata, il)
+	src, err := c.gemma4KVSource(il)
+	if err != nil {
+		return err
 	}
 	if src == il {
 		k, v := rows(T, kvh*hd), rows(T, kvh*hd)
