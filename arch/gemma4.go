@@ -25,9 +25,6 @@ type gemma4 struct {
 }
 
 func newGemma4(h HParams, dir string) (Model, error) {
-	if truthy(h["enable_moe_block"]) {
-		return nil, fmt.Errorf("%w: Gemma 4 mixture-of-experts blocks (enable_moe_block) are not supported yet", ErrConfig)
-	}
 	if v := h["use_bidirectional_attention"]; v == "all" {
 		return nil, &ConfigError{Key: "use_bidirectional_attention", Value: v, Msg: "is not supported (Gemma4TextConfig halves the sliding window for it)"}
 	}
@@ -41,13 +38,50 @@ func newGemma4(h HParams, dir string) (Model, error) {
 func (m *gemma4) Vocab() VocabKind { return VocabGemma4 }
 
 // Filter is Gemma4Model.filter_tensors: per_dim_scale and layer_scalar
-// parameters get a ".weight" suffix (so that the name map knows them),
-// then Gemma3Model's filter.
+// parameters, and the fused expert parameters (experts.gate_up_proj,
+// experts.down_proj), get a ".weight" suffix (so that the name map knows
+// them), then Gemma3Model's filter.
 func (m *gemma4) Filter(name string) (string, bool) {
 	if strings.HasSuffix(name, "per_dim_scale") || strings.HasSuffix(name, "layer_scalar") {
 		name += ".weight"
 	}
+	if strings.Contains(name, ".experts.") && !hasAnySuffix(name, ".weight", ".weight_scale", ".weight_scale_2", ".input_scale") {
+		name += ".weight"
+	}
 	return m.gemma.Filter(name)
+}
+
+func hasAnySuffix(s string, suffixes ...string) bool {
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// Modify is Gemma4Model.modify_tensors: the router's scale vector becomes
+// ffn_gate_inp.scale and its per-expert scale ffn_down_exps.scale (the
+// scale of each expert's down projection output), both as stored; the
+// rest goes through Gemma3Model's.
+func (m *gemma4) Modify(in Input, bid int) ([]Output, error) {
+	var kind Kind
+	switch {
+	case strings.HasSuffix(in.Name, "router.scale"):
+		kind = KindFFNGateInp
+	case strings.Contains(in.Name, ".per_expert_scale"):
+		kind = KindFFNDownExp
+	default:
+		return m.gemma.Modify(in, bid)
+	}
+	if bid < 0 || bid >= m.blocks {
+		return nil, m.unmapped(in.Name, bid)
+	}
+	name, err := m.names.Format(kind, bid, ".scale")
+	if err != nil {
+		return nil, err
+	}
+	return []Output{identity(in, name, bid)}, nil
 }
 
 // perLayerConfig returns the first full-attention layer's value of key in

@@ -61,7 +61,6 @@ func TestGemma4Refusals(t *testing.T) {
 	base := `"model_type":"gemma4_text","num_hidden_layers":2,"hidden_size":8,"head_dim":4,"vocab_size":16,` +
 		`"intermediate_size":8,"num_kv_shared_layers":0`
 	for _, c := range []struct{ name, cfg, want string }{
-		{"moe", `{"architectures":["Gemma4ForCausalLM"],` + base + `,"enable_moe_block":true}`, "enable_moe_block"},
 		{"bidirectional", `{"architectures":["Gemma4ForCausalLM"],` + base + `,"use_bidirectional_attention":"all"}`, "use_bidirectional_attention"},
 		{"3n altup width", `{"architectures":["Gemma3nForCausalLM"],"model_type":"gemma3n_text","num_hidden_layers":2,"altup_num_inputs":2}`, "altup_num_inputs"},
 	} {
