@@ -50,6 +50,7 @@ func TestFixtures(t *testing.T) {
 		{"gpt2", "The quick brown fox"},
 		{"mixtral", "Two experts of four, chosen per token"},
 		{"gemma4", "Per-layer embeddings and shared keys"},
+		{"gemma4moe", "Experts beside a dense MLP"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

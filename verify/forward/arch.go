@@ -574,7 +574,7 @@ type TensorSpec struct {
 // nothing else (llama.cpp refuses a file with unused tensors).
 func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 	if c.g4 != nil {
-		return c.gemma4Tensors()
+		return c.gemma4Tensors(present)
 	}
 	var out []TensorSpec
 	add := func(name string, optional bool, dims ...dim) {

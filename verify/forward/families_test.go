@@ -141,6 +141,9 @@ func TestFamilies(t *testing.T) {
 		// per layer through ggml's fp16 table: 7.4e-5 (3.3e-7 with
 		// transformers' GELU swapped in).
 		{"gemma4", "gemma4", 2e-4, nil},
+		// Routed experts beside the dense MLP, keys as values on full
+		// layers: 5.8e-5 (2.6e-7 with transformers' GELU).
+		{"gemma4moe", "gemma4", 2e-4, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

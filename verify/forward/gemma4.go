@@ -33,6 +33,13 @@ type gemma4Layer struct {
 	wq, wk, wv, wo, gate, up, down                     *matrix
 	plGate, plProj                                     *matrix
 	plPost, outScale                                   []float32
+	// Mixture of experts (gateInp non-nil): the router and its input
+	// scale, the fused gate|up and the down projections of every expert,
+	// the experts' output scales, and the norms around the two branches.
+	gateInp                        *matrix
+	gateInpScale, downExpsScale    []float32
+	gateUpExps, downExps           []*matrix
+	preNorm2, postNorm1, postNorm2 []float32
 }
 
 // gemma4Weights are the model-level extra tensors.
@@ -58,12 +65,22 @@ func parseGemma4(r *kvReader) (*Config, error) {
 	if c.Layers <= 0 || c.Layers > maxLayers || c.Embd <= 0 || c.Embd > maxDim {
 		return nil, fmt.Errorf("%w: %d layers of width %d", ErrMetadata, c.Layers, c.Embd)
 	}
-	var experts int
-	if _, err := r.u32(r.key(gguf.SuffixExpertCount), &experts, false); err != nil {
+	if _, err := r.u32(r.key(gguf.SuffixExpertCount), &c.Experts, false); err != nil {
 		return nil, err
 	}
-	if experts > 0 {
-		return nil, fmt.Errorf("%w: mixture-of-experts gemma4", ErrUnsupported)
+	if c.Experts > 0 {
+		if c.Experts > maxExperts {
+			return nil, fmt.Errorf("%w: %d experts", ErrMetadata, c.Experts)
+		}
+		if _, err := r.u32(r.key(gguf.SuffixExpertUsedCount), &c.ExpertsUsed, true); err != nil {
+			return nil, err
+		}
+		if _, err := r.u32(r.key(gguf.SuffixExpertFFLength), &c.FFExp, true); err != nil {
+			return nil, err
+		}
+		if c.ExpertsUsed <= 0 || c.ExpertsUsed > c.Experts || c.FFExp <= 0 || c.FFExp > maxDim/2 {
+			return nil, fmt.Errorf("%w: %d of %d experts of width %d", ErrMetadata, c.ExpertsUsed, c.Experts, c.FFExp)
+		}
 	}
 	if err := c.readVocab(r); err != nil {
 		return nil, err
@@ -279,6 +296,26 @@ func loadGemma4(cfg *Config, w Weights, threads int) (*Model, error) {
 		ly.up = mat(b("ffn_up.weight"), []int64{E, ff}, false)
 		ly.down = mat(b("ffn_down.weight"), []int64{ff, E}, false)
 		ly.ffnPost = vec(b("post_ffw_norm.weight"), E, false)
+		if cfg.Experts > 0 {
+			n, fe := int64(cfg.Experts), int64(cfg.FFExp)
+			ly.gateInp = mat(b("ffn_gate_inp.weight"), []int64{E, n}, true)
+			if ly.gateInp != nil {
+				ly.gateInpScale = vec(b("ffn_gate_inp.scale"), E, false)
+				ly.preNorm2 = vec(b("pre_ffw_norm_2.weight"), E, false)
+				ly.postNorm1 = vec(b("post_ffw_norm_1.weight"), E, false)
+				ly.postNorm2 = vec(b("post_ffw_norm_2.weight"), E, false)
+				ly.downExpsScale = vec(b("ffn_down_exps.scale"), n, true)
+				gu := get(b("ffn_gate_up_exps.weight"), []int64{E, 2 * fe, n}, false)
+				dn := get(b("ffn_down_exps.weight"), []int64{fe, E, n}, false)
+				for e := range cfg.Experts {
+					if gu == nil || dn == nil {
+						break
+					}
+					ly.gateUpExps = append(ly.gateUpExps, &matrix{name: fmt.Sprintf("%s[%d]", b("ffn_gate_up_exps.weight"), e), t: gu, cols: int(E), rows: int(2 * fe), off: e * int(2*fe)})
+					ly.downExps = append(ly.downExps, &matrix{name: fmt.Sprintf("%s[%d]", b("ffn_down_exps.weight"), e), t: dn, cols: int(fe), rows: int(E), off: e * int(E)})
+				}
+			}
+		}
 		if PL > 0 {
 			ly.plGate = mat(b("inp_gate.weight"), []int64{E, PL}, false)
 			ly.plProj = mat(b("proj.weight"), []int64{PL, E}, false)
@@ -462,22 +499,16 @@ func (s *Session) gemma4Layer(ctx context.Context, il int, x, pl [][]float32) er
 		}
 		rmsNorm(h[t], x[t], ly.ffnNorm, c.NormEps)
 	}
-	ff := g.ff[il]
-	up, gate := rows(T, ff), rows(T, ff)
-	if err := s.mul(ctx, ly.up, nil, h, up); err != nil {
-		return err
-	}
-	if err := s.mul(ctx, ly.gate, nil, h, gate); err != nil {
-		return err
-	}
-	for t := range gate {
-		for i, gv := range gate[t] {
-			gate[t][i] = gelu(gv) * up[t][i]
-		}
-	}
 	f := rows(T, c.Embd)
-	if err := s.mul(ctx, ly.down, nil, gate, f); err != nil {
+	if err := s.geglu(ctx, ly.gate, ly.up, ly.down, h, f); err != nil {
 		return err
+	}
+	if ly.gateInp != nil {
+		// The dense MLP acts as a shared expert: both branches are
+		// normalised and added before the common post-FFN norm.
+		if err := s.gemma4MoE(ctx, ly, x, f); err != nil {
+			return err
+		}
 	}
 	for t := range f {
 		rmsNorm(f[t], f[t], ly.ffnPost, c.NormEps)
@@ -521,7 +552,7 @@ func (s *Session) gemma4Layer(ctx context.Context, il int, x, pl [][]float32) er
 // gemma4Tensors is ExpectedTensors for gemma4: load_arch_tensors of a dense
 // model, in its order (rope_freqs once, with the first full-attention
 // layer; the KV-shared layers' key projection and norm optional).
-func (c *Config) gemma4Tensors() []TensorSpec {
+func (c *Config) gemma4Tensors(present func(name string) bool) []TensorSpec {
 	g := c.g4
 	E, V, PL, L := int64(c.Embd), int64(c.Vocab), int64(g.perLayer), int64(c.Layers)
 	out := []TensorSpec{
@@ -561,6 +592,20 @@ func (c *Config) gemma4Tensors() []TensorSpec {
 			TensorSpec{Name: b("ffn_up.weight"), Shape: []int64{E, ff}},
 			TensorSpec{Name: b("ffn_down.weight"), Shape: []int64{ff, E}},
 			TensorSpec{Name: b("post_ffw_norm.weight"), Shape: []int64{E}})
+		if c.Experts > 0 {
+			n, fe := int64(c.Experts), int64(c.FFExp)
+			out = append(out, TensorSpec{Name: b("ffn_gate_inp.weight"), Shape: []int64{E, n}, Optional: true})
+			if present(b("ffn_gate_inp.weight")) {
+				out = append(out,
+					TensorSpec{Name: b("ffn_gate_inp.scale"), Shape: []int64{E}},
+					TensorSpec{Name: b("pre_ffw_norm_2.weight"), Shape: []int64{E}},
+					TensorSpec{Name: b("post_ffw_norm_1.weight"), Shape: []int64{E}},
+					TensorSpec{Name: b("post_ffw_norm_2.weight"), Shape: []int64{E}},
+					TensorSpec{Name: b("ffn_gate_up_exps.weight"), Shape: []int64{E, 2 * fe, n}},
+					TensorSpec{Name: b("ffn_down_exps.weight"), Shape: []int64{fe, E, n}},
+					TensorSpec{Name: b("ffn_down_exps.scale"), Shape: []int64{n}, Optional: true})
+			}
+		}
 		if PL > 0 {
 			out = append(out,
 				TensorSpec{Name: b("inp_gate.weight"), Shape: []int64{E, PL}},
@@ -569,4 +614,92 @@ func (c *Config) gemma4Tensors() []TensorSpec {
 		}
 	}
 	return out
+}
+
+// geglu computes down(gelu(gate·x) ⊙ up·x) for the rows x (build_ffn
+// with LLM_FFN_GELU, LLM_FFN_PAR).
+func (s *Session) geglu(ctx context.Context, gate, up, down *matrix, x, out [][]float32) error {
+	g, u := rows(len(x), gate.rows), rows(len(x), up.rows)
+	if err := s.mul(ctx, up, nil, x, u); err != nil {
+		return err
+	}
+	if err := s.mul(ctx, gate, nil, x, g); err != nil {
+		return err
+	}
+	for t := range g {
+		for i, v := range g[t] {
+			g[t][i] = gelu(v) * u[t][i]
+		}
+	}
+	return s.mul(ctx, down, nil, g, out)
+}
+
+// gemma4MoE turns f, the dense MLP's output for the layer input x (the
+// attention output plus residual), into post_ffw_norm_1(f) +
+// post_ffw_norm_2(experts(pre_ffw_norm_2(x))): the router reads
+// rms_norm(x) / √n_embd ⊙ ffn_gate_inp.scale, soft-max over the experts,
+// the top ExpertsUsed renormalised; each expert is a GeGLU of its fused
+// gate|up projection, its down projection's output scaled by
+// ffn_down_exps.scale (build_moe_ffn).
+func (s *Session) gemma4MoE(ctx context.Context, ly *gemma4Layer, x, f [][]float32) error {
+	c := s.m.cfg
+	T, k, E := len(x), c.ExpertsUsed, c.Embd
+	ones := make([]float32, E)
+	for i := range ones {
+		ones[i] = 1
+	}
+	rin, hin := rows(T, E), rows(T, E)
+	inv := 1 / float32(math.Sqrt(float64(float32(E))))
+	for t := range x {
+		rmsNorm(rin[t], x[t], ones, c.NormEps)
+		for i := range rin[t] {
+			rin[t][i] = rin[t][i] * inv * ly.gateInpScale[i]
+		}
+		rmsNorm(hin[t], x[t], ly.preNorm2, c.NormEps)
+		rmsNorm(f[t], f[t], ly.postNorm1, c.NormEps)
+	}
+	probs := rows(T, c.Experts)
+	if err := s.mul(ctx, ly.gateInp, nil, rin, probs); err != nil {
+		return err
+	}
+	out := rows(T, E)
+	for t, p := range probs {
+		softmax(p, 1)
+		sel := topK(p, k)
+		var sum float64
+		for _, e := range sel {
+			sum += float64(p[e])
+		}
+		d := max(float32(sum), 6.103515625e-5)
+		for _, e := range sel {
+			w := p[e] / d
+			fe := c.FFExp
+			gu := rows(1, 2*fe)
+			if err := s.mul(ctx, ly.gateUpExps[e], nil, hin[t:t+1], gu); err != nil {
+				return err
+			}
+			act := rows(1, fe)
+			for i := range act[0] {
+				act[0][i] = gelu(gu[0][i]) * gu[0][fe+i]
+			}
+			y := rows(1, E)
+			if err := s.mul(ctx, ly.downExps[e], nil, act, y); err != nil {
+				return err
+			}
+			scale := float32(1)
+			if ly.downExpsScale != nil {
+				scale = ly.downExpsScale[e]
+			}
+			for i, v := range y[0] {
+				out[t][i] += (v * scale) * w
+			}
+		}
+	}
+	for t := range out {
+		rmsNorm(out[t], out[t], ly.postNorm2, c.NormEps)
+		for i := range f[t] {
+			f[t][i] += out[t][i]
+		}
+	}
+	return nil
 }
