@@ -50,6 +50,11 @@ type Output struct {
 	// RowOrder[i]. The converter may then convert the stored rows straight
 	// to the output type in that order instead of calling Build.
 	RowOrder []int64
+	// PadValues is the number of zero values Build appends after its
+	// sources' (Gemma 3n's token embeddings padded to the full
+	// vocabulary); the convert package allows at most as many as the
+	// sources hold.
+	PadValues int64
 	// HFName is the source name the converter's type rules see (the name
 	// modify_tensors was called with), and Bid its block number (-1: none).
 	HFName string
@@ -95,6 +100,7 @@ const (
 	VocabGemma         VocabKind = "gemma"         // GemmaModel.set_vocab
 	VocabGemma2        VocabKind = "gemma2"        // Gemma2Model.set_vocab
 	VocabGemma3        VocabKind = "gemma3"        // Gemma3Model.set_vocab
+	VocabGemma4        VocabKind = "gemma4"        // Gemma4Model.set_vocab
 	VocabPhi3          VocabKind = "phi3"          // Phi3MiniModel.set_vocab
 	VocabBert          VocabKind = "bert"          // BertModel.set_vocab (WordPiece)
 	VocabChatGLM       VocabKind = "chatglm"       // ChatGLMModel.set_vocab

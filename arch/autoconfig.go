@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -87,6 +88,14 @@ var derivedKeys = map[string][]derivation{
 	"exaone4": {deriveExaone4LayerTypes},
 	// SeedOssConfig: head_dim and num_key_value_heads as LlamaConfig.
 	"seed_oss": {deriveHeadDim, deriveKVHeads},
+	// Gemma4TextConfig: default layer types (5 sliding to 1 full), the
+	// last layer forced to full attention, default rope parameters, and
+	// per_layer_config in place of global_head_dim /
+	// num_global_key_value_heads.
+	"gemma4_text": {deriveGemma4},
+	// Gemma3nTextConfig: intermediate_size as a per-layer list, default
+	// layer types (4 sliding to 1 full) and activation sparsity.
+	"gemma3n_text": {deriveGemma3n},
 }
 
 // A derivation sets a key the config class computes from others.
@@ -205,4 +214,114 @@ func autoConfig(h HParams) (HParams, error) {
 		d(out)
 	}
 	return out, nil
+}
+
+// deriveGemma4 is Gemma4TextConfig.__post_init__ as to_dict reports it:
+// layer_types default to 5 sliding layers to 1 full one and the last layer
+// is made full; rope_parameters default to proportional rope (partial
+// 0.25, base 1e6) on full layers and default rope (base 1e4) on sliding
+// ones; global_head_dim (default 512) and num_global_key_value_heads (only
+// with attention_k_eq_v) are popped from the kwargs and become
+// per_layer_config entries of the full layers, keyed by the layer index as
+// a string. A use_bidirectional_attention of "all" is left to the plugin
+// (it refuses it).
+func deriveGemma4(h HParams) {
+	n, err := asInt(h["num_hidden_layers"])
+	if err != nil || n < 0 || n > 1<<16 {
+		return
+	}
+	if unset(h, "layer_types") {
+		types := make([]any, n)
+		for i := range types {
+			types[i] = "sliding_attention"
+			if (i+1)%6 == 0 {
+				types[i] = "full_attention"
+			}
+		}
+		h["layer_types"] = types
+	}
+	if types, ok := h["layer_types"].([]any); ok && len(types) > 0 && types[len(types)-1] != "full_attention" {
+		types = slices.Clone(types)
+		types[len(types)-1] = "full_attention"
+		h["layer_types"] = types
+	}
+	if unset(h, "rope_parameters") {
+		h["rope_parameters"] = map[string]any{
+			"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": json.Number("10000.0")},
+			"full_attention":    map[string]any{"rope_type": "proportional", "partial_rotary_factor": json.Number("0.25"), "rope_theta": json.Number("1000000.0")},
+		}
+	}
+	var global any = json.Number("512")
+	if v, ok := h["global_head_dim"]; ok {
+		global = v
+	}
+	globalKV := h["num_global_key_value_heads"]
+	delete(h, "global_head_dim")
+	delete(h, "num_global_key_value_heads")
+	if _, ok := h["per_layer_config"]; ok {
+		return
+	}
+	kEqV := true // getattr(self, "attention_k_eq_v", True)
+	if v, ok := h["attention_k_eq_v"]; ok {
+		kEqV = truthy(v)
+	}
+	per := map[string]any{}
+	types, _ := h["layer_types"].([]any)
+	for i, t := range types {
+		if t != "full_attention" {
+			continue
+		}
+		o := map[string]any{"head_dim": global}
+		if kEqV && globalKV != nil {
+			o["num_key_value_heads"] = globalKV
+		}
+		per[strconv.Itoa(i)] = o
+	}
+	h["per_layer_config"] = per
+}
+
+// deriveGemma3n is Gemma3nTextConfig.__post_init__: an intermediate_size
+// that is not a list becomes one entry per layer; layer_types default to
+// 4 sliding layers to 1 full one; activation_sparsity_pattern defaults to
+// 0.95 on the first 10 layers (none when there are 10 or fewer) and 0.0
+// on the rest. (Lists of the wrong length, which the class refuses, are
+// left for the plugin to refuse.)
+func deriveGemma3n(h HParams) {
+	n, err := asInt(h["num_hidden_layers"])
+	if err != nil || n < 0 || n > 1<<16 {
+		return
+	}
+	if v, ok := h["intermediate_size"]; ok {
+		if _, isList := v.([]any); !isList {
+			list := make([]any, n)
+			for i := range list {
+				list[i] = v
+			}
+			h["intermediate_size"] = list
+		}
+	}
+	if unset(h, "layer_types") {
+		types := make([]any, n)
+		for i := range types {
+			types[i] = "sliding_attention"
+			if (i+1)%5 == 0 {
+				types[i] = "full_attention"
+			}
+		}
+		h["layer_types"] = types
+	}
+	if unset(h, "activation_sparsity_pattern") {
+		sparse := int64(0)
+		if n > 10 {
+			sparse = 10
+		}
+		asp := make([]any, n)
+		for i := range asp {
+			asp[i] = json.Number("0.0")
+			if int64(i) < sparse {
+				asp[i] = json.Number("0.95")
+			}
+		}
+		h["activation_sparsity_pattern"] = asp
+	}
 }

@@ -22,6 +22,9 @@ func init() {
 type gemma struct {
 	text
 	version int
+	// noNormShift: the norm weights are stored as they are used (Gemma 3n
+	// and Gemma 4 override Gemma3Model.norm_shift with 0).
+	noNormShift bool
 }
 
 func newGemma(version int) Constructor {
@@ -181,7 +184,8 @@ func (m *gemma) Modify(in Input, bid int) ([]Output, error) {
 	var build func([][]float32) ([]float32, error)
 	shape := in.Shape
 	if m.version == 3 && strings.Contains(in.Name, "embed_tokens.weight") && len(shape) > 0 {
-		vs, _, err := m.h.Int("vocab_size")
+		// _create_vocab_sentencepiece's find_hparam order.
+		vs, _, err := m.h.Int("vocab_size_per_layer_input", "vocab_size")
 		if err != nil {
 			return nil, err
 		}
@@ -195,7 +199,7 @@ func (m *gemma) Modify(in Input, bid int) ([]Output, error) {
 			build = func(srcs [][]float32) ([]float32, error) { return srcs[0][:n], nil }
 		}
 	}
-	if strings.HasSuffix(in.Name, "norm.weight") {
+	if strings.HasSuffix(in.Name, "norm.weight") && !m.noNormShift {
 		build = addOne(in.DType)
 	}
 	out, err := m.mapped(in, in.Name, bid, build)

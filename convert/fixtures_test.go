@@ -96,6 +96,8 @@ var aliasesWithoutFixture = map[string]string{
 	// without the "model.language_model." prefix and the vision tower.
 	"Qwen3_5ForCausalLM":    "Qwen3_5ForConditionalGeneration",
 	"Qwen3_5MoeForCausalLM": "Qwen3_5MoeForConditionalGeneration",
+	"Gemma4ForCausalLM":     "Gemma4ForConditionalGeneration",
+	"Gemma3nForCausalLM":    "Gemma3nForConditionalGeneration",
 }
 
 func TestFixtures(t *testing.T) {

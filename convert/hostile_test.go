@@ -495,3 +495,26 @@ func TestCohere2NonZeroBias(t *testing.T) {
 		t.Fatalf("error %v, want ErrTensor naming q_proj.bias", err)
 	}
 }
+
+// TestCheckOutputPadding: a plugin may pad its sources with zeros (Gemma
+// 3n's vocabulary padding) by at most as many values as they hold, so a
+// hostile vocab_size cannot size a buffer.
+func TestCheckOutputPadding(t *testing.T) {
+	src := []arch.Input{{Name: "e", Source: "e", Shape: []int64{4, 8}}}
+	for _, c := range []struct {
+		rows, pad int64
+		ok        bool
+	}{
+		{4, 0, true},
+		{6, 16, true},
+		{8, 32, true},
+		{9, 40, false}, // more padding than the sources hold
+		{6, 8, false},  // the shape needs more than sources + padding
+		{4, -1, false},
+	} {
+		o := arch.Output{Name: "x", Shape: []int64{c.rows, 8}, Sources: src, PadValues: c.pad}
+		if err := checkOutput(&o); (err == nil) != c.ok {
+			t.Errorf("rows %d, pad %d: error %v", c.rows, c.pad, err)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/ggufkit/ggufkit/gguf"
 	"github.com/ggufkit/ggufkit/quantize"
+	"github.com/ggufkit/ggufkit/quantize/mix"
+	"github.com/ggufkit/ggufkit/readers"
 	"github.com/ggufkit/ggufkit/requantize"
 )
 
@@ -19,6 +21,7 @@ import (
 func (j *job) runQuantized(ctx context.Context, kvs []gguf.KV, tensors []Tensor, out string) (*Report, error) {
 	m := &f32Model{ctx: ctx, j: j, kvs: kvs, byName: map[string]*Tensor{}}
 	var off uint64
+	keep := &mix.Options{Copy: j.target.Copy, LeaveOutput: j.opts.Quantize.LeaveOutput}
 	for i := range tensors {
 		t := &tensors[i]
 		typ := gguf.F32
@@ -34,6 +37,17 @@ func (j *job) runQuantized(ctx context.Context, kvs []gguf.KV, tensors []Tensor,
 		case t.Type != gguf.F32:
 			// The F32 conversion keeps every tensor in F32.
 			return nil, fmt.Errorf("convert: tensor %q planned as %s in an F32 conversion", t.Name, t.Type)
+		case j.plugin != nil && !mix.AllowsQuantization(j.plugin.Arch(), t.Name, t.GGUFShape(), keep) && sourceDType(t) != readers.F32:
+			// llama-quantize keeps such a tensor in the type of the file
+			// it reads, and the reference is its run on the F16
+			// conversion (the F32 one for a float32 checkpoint): present
+			// the tensor in the type the F16 conversion gives it (F16 for
+			// a 2-D weight the converter does not keep in F32, e.g.
+			// Gemma 3n / Gemma 4's per_layer_model_proj).
+			if ft, _ := tensorType(j.plugin, &t.Output, gguf.FileTypeF16); ft == gguf.F16 {
+				typ = gguf.F16
+				size = uint64(t.Elements()) * uint64(typ.TypeSize())
+			}
 		}
 		m.byName[t.Name] = t
 		m.tensors = append(m.tensors, requantize.InputTensor{
@@ -166,9 +180,9 @@ func (m *f32Model) Data(t *requantize.InputTensor) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 4*len(v))
+	buf := make([]byte, uint64(len(v))*uint64(t.Type.TypeSize()))
 	// By rows, so that a non-finite value is reported at its row and column.
-	if err := quantize.Encode(gguf.F32, buf, v, int(ct.RowLen()), nil); err != nil {
+	if err := quantize.Encode(t.Type, buf, v, int(ct.RowLen()), nil); err != nil {
 		return nil, err
 	}
 	return buf, nil

@@ -229,7 +229,8 @@ func (fs *fileSizes) check(in arch.Input) error {
 // take: no dimension (a scalar), an empty dimension (no row to encode, or
 // rows of no values), or more values than its sources hold or its
 // generated data has (a transform only reorders, splits or stacks its
-// sources) — so that no buffer is ever sized by a shape alone.
+// sources, or pads them with at most as many zeros as they hold) — so that
+// no buffer is ever sized by a shape alone.
 func checkOutput(o *arch.Output) error {
 	if len(o.Shape) == 0 {
 		return fmt.Errorf("%w: a 0-dimensional tensor (shape [])", ErrTensor)
@@ -260,8 +261,12 @@ func checkOutput(o *arch.Output) error {
 			return fmt.Errorf("%w: its sources' element count overflows", ErrTensor)
 		}
 	}
-	if n > have {
-		return fmt.Errorf("%w: shape %v needs %d values, its sources hold %d", ErrTensor, o.Shape, n, have)
+	if o.PadValues < 0 || o.PadValues > have {
+		// Padding may at most double what the sources hold.
+		return fmt.Errorf("%w: %d padding values for sources of %d", ErrTensor, o.PadValues, have)
+	}
+	if n > have+o.PadValues {
+		return fmt.Errorf("%w: shape %v needs %d values, its sources hold %d", ErrTensor, o.Shape, n, have+o.PadValues)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabGemma:         load.Gemma,
 	arch.VocabGemma2:        load.Gemma2,
 	arch.VocabGemma3:        load.Gemma3,
+	arch.VocabGemma4:        load.Gemma4,
 	arch.VocabPhi3:          load.Phi3,
 	arch.VocabBert:          load.Bert,
 	arch.VocabChatGLM:       load.ChatGLM,

@@ -58,6 +58,8 @@ func TestFixtures(t *testing.T) {
 		{"cohere2", "Three sliding layers, one global"},
 		{"qwen25vl", "Once upon a time there was"},
 		{"qwen3vl", "The little dog ran to the park"},
+		{"gemma4", "Per-layer embeddings and shared keys"},
+		{"gemma4moe", "Experts beside a dense MLP"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

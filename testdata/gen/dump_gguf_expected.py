@@ -38,7 +38,11 @@ PSEUDO_FIELDS = ("GGUF.version", "GGUF.tensor_count", "GGUF.kv_count")
 
 def _scalar(v, vtype):
     if vtype in (GGUFValueType.FLOAT32, GGUFValueType.FLOAT64):
-        return float(v)
+        f = float(v)
+        if f != f or f in (float("inf"), float("-inf")):
+            # JSON has no such numbers (Gemma 3n's activation_sparsity_scale holds -inf).
+            return "nan" if f != f else ("inf" if f > 0 else "-inf")
+        return f
     if vtype == GGUFValueType.BOOL:
         return bool(v)
     return int(v)

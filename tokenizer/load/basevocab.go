@@ -132,24 +132,35 @@ func bert(f *folder, l *kvList, opts Options) error {
 // llamaHF is _set_vocab_llama_hf (conversion/base.py L2183-2203) with
 // gguf-py's LlamaHfVocab (vocab.py L555-690).
 func llamaHF(f *folder, l *kvList) error {
-	tok, err := f.tokenizerJSON()
+	t, err := llamaHFTable(f)
 	if err != nil {
 		return err
 	}
+	t.writeLlama(l, "llama")
+	return addSpecialVocab(f, l, false, len(t.tokens))
+}
+
+// llamaHFTable is the token list of gguf-py's LlamaHfVocab (vocab.py
+// L555-690): all_tokens() with score -1000 for every token.
+func llamaHFTable(f *folder) (*tokenTable, error) {
+	tok, err := f.tokenizerJSON()
+	if err != nil {
+		return nil, err
+	}
 	if tok == nil {
-		return notFound(f, "tokenizer.json")
+		return nil, notFound(f, "tokenizer.json")
 	}
 	m := tok.Model
 	if m.Type == ModelBPE && m.IgnoreMerges && m.ByteFallback != nil && !*m.ByteFallback {
-		return errLlama3
+		return nil, errLlama3
 	}
 	decoderType, _ := getKey(tok.Decoder, "type").(string)
 	if m.Type != ModelBPE || m.ByteFallback == nil || !*m.ByteFallback || decoderType != "Sequence" {
-		return fmt.Errorf("%w: %s is not a Llama BPE tokenizer (BPE with byte_fallback and a Sequence decoder)", ErrNotFound, tok.File)
+		return nil, fmt.Errorf("%w: %s is not a Llama BPE tokenizer (BPE with byte_fallback and a Sequence decoder)", ErrNotFound, tok.File)
 	}
 	v, err := newHFView(f)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	base := len(v.vocab)
 	var added []int // ids of added tokens outside the model vocabulary, ascending
@@ -170,7 +181,7 @@ func llamaHF(f *folder, l *kvList) error {
 	reverse := v.reverse()
 	n, err := vocabLen(base+len(added), "vocabulary size")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t := &tokenTable{tokens: make([]string, 0, n), scores: make([]float32, 0, n), types: make([]int32, 0, n)}
 	push := func(text string, typ int32) {
@@ -181,7 +192,7 @@ func llamaHF(f *folder, l *kvList) error {
 	for id := range base {
 		text, ok := reverse[id]
 		if !ok {
-			return fmt.Errorf("%w: %s: no token has id %d of the %d-token vocabulary", ErrFormat, tok.File, id, base)
+			return nil, fmt.Errorf("%w: %s: no token has id %d of the %d-token vocabulary", ErrFormat, tok.File, id, base)
 		}
 		switch {
 		case isByteToken(text):
@@ -203,8 +214,7 @@ func llamaHF(f *folder, l *kvList) error {
 			push(text, typeNormal)
 		}
 	}
-	t.writeLlama(l, "llama")
-	return addSpecialVocab(f, l, false, len(t.tokens))
+	return t, nil
 }
 
 // isByteToken matches <0xXX>, LlamaHfVocab's byte-token pattern.

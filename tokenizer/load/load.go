@@ -342,3 +342,44 @@ var knownPre = func() map[string]bool {
 	}
 	return m
 }()
+
+// gemma4Visible are the tokens Gemma4Model.set_vocab makes USER_DEFINED
+// whatever the tokenizer says, so that llama.cpp always renders them (the
+// chat parser reads them).
+var gemma4Visible = map[string]bool{
+	"<|channel>": true, "<channel|>": true, "<|tool_call>": true, "<tool_call|>": true,
+	"<|tool_response>": true, "<tool_response|>": true, `<|"|>`: true,
+}
+
+// Gemma4 is Gemma4Model.set_vocab (conversion/gemma.py): gguf-py's
+// LlamaHfVocab token list (a BPE tokenizer.json with byte fallback) under
+// tokenizer model "gemma4" with no pre-tokenizer key, the chat-format
+// tokens of gemma4Visible made USER_DEFINED, then SpecialVocab with the
+// merges, add_space_prefix false and add_bos_token true.
+func Gemma4(dir string, opts Options) ([]gguf.KV, error) {
+	kvs, err := run(dir, opts, func(f *folder, l *kvList, _ Options) error {
+		t, err := llamaHFTable(f)
+		if err != nil {
+			return err
+		}
+		for i, s := range t.tokens {
+			if gemma4Visible[s] {
+				t.types[i] = typeUserDefined
+			}
+		}
+		l.str(gguf.KeyTokenizerModel, "gemma4")
+		array(l, gguf.KeyTokenizerTokens, t.tokens)
+		array(l, gguf.KeyTokenizerScores, t.scores)
+		array(l, gguf.KeyTokenizerTokenType, t.types)
+		if err := addSpecialVocab(f, l, true, len(t.tokens)); err != nil {
+			return err
+		}
+		l.boolean(gguf.KeyTokenizerAddSpacePrefix, false)
+		l.boolean(gguf.KeyTokenizerAddBOS, true)
+		return nil
+	})
+	if errors.Is(err, errLlama3) {
+		return nil, fmt.Errorf("%w: %s: LlamaHfVocab refuses a Llama 3 style tokenizer.json", ErrUnsupported, dir)
+	}
+	return kvs, err
+}

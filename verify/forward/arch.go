@@ -433,7 +433,7 @@ var archs = map[string]*archInfo{
 }
 
 func archNames() string {
-	names := make([]string, 0, len(archs))
+	names := []string{"gemma4"} // gemma4.go
 	for n := range archs {
 		names = append(names, n)
 	}
@@ -1016,6 +1016,9 @@ type TensorSpec struct {
 // A model may hold the optional ones; it must hold every other one and
 // nothing else (llama.cpp refuses a file with unused tensors).
 func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
+	if c.g4 != nil {
+		return c.gemma4Tensors(present)
+	}
 	var out []TensorSpec
 	add := func(name string, optional bool, dims ...dim) {
 		shape := make([]int64, len(dims))

@@ -118,6 +118,8 @@ type Config struct {
 	// rope is the rotation the layers use: the architecture's, or NeoX
 	// for M-RoPE over text positions (glm4 with rope.dimension_sections).
 	rope ropeMode
+	// g4 holds gemma4's per-layer hyperparameters (gemma4.go).
+	g4 *gemma4Config
 }
 
 // kvReader reads keys with llama.cpp's type rules (llama_model_loader::get_key
@@ -225,6 +227,9 @@ func ParseConfig(md Metadata) (*Config, error) {
 	r := &kvReader{md: md}
 	if _, err := r.str(gguf.KeyGeneralArchitecture, &r.arch, true); err != nil {
 		return nil, err
+	}
+	if r.arch == "gemma4" {
+		return parseGemma4(r)
 	}
 	a, ok := archs[r.arch]
 	if !ok {

@@ -189,6 +189,14 @@ func TestFamilies(t *testing.T) {
 		// positions (Q/K reordered to NeoX order by the converter for glm4).
 		{"glm4v", "glm4", 1e-6, nil, nil},
 		{"glm4vmoe", "glm4moe", 1e-6, nil, nil},
+		// Per-layer head widths and FFN widths, proportional rope through
+		// rope_freqs, KV-shared layers, per-layer embeddings; GELU twice
+		// per layer through ggml's fp16 table: 7.4e-5 (3.3e-7 with
+		// transformers' GELU swapped in).
+		{"gemma4", "gemma4", 2e-4, nil, nil},
+		// Routed experts beside the dense MLP, keys as values on full
+		// layers: 5.8e-5 (2.6e-7 with transformers' GELU).
+		{"gemma4moe", "gemma4", 2e-4, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

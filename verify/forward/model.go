@@ -29,6 +29,8 @@ type Model struct {
 	ropeFreqs          []float32
 	ropeLong, ropeShrt []float32
 	layers             []layer
+	// g4 holds gemma4's weights (gemma4.go) instead of layers.
+	g4 *gemma4Weights
 }
 
 // layer holds one block's weights; nil means the model has no such tensor.
@@ -146,6 +148,9 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 	threads := opts.Threads
 	if threads <= 0 {
 		threads = runtime.NumCPU()
+	}
+	if cfg.g4 != nil {
+		return loadGemma4(cfg, w, threads)
 	}
 	l := &loader{w: w, specs: map[string]TensorSpec{}}
 	for _, s := range cfg.ExpectedTensors(func(name string) bool { _, ok := w.Tensor(name); return ok }) {

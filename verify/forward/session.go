@@ -25,7 +25,16 @@ type Session struct {
 // NewSession prepares a session for up to capacity tokens.
 func (m *Model) NewSession(capacity int) (*Session, error) {
 	c := m.cfg
-	per := int64(c.kvDimK()+c.kvDimV()) * 4 * int64(c.Layers)
+	// kvWidth is a layer's key and value widths (gemma4's differ by layer).
+	kvWidth := func(il int) (int, int) { return c.kvDimK(), c.kvDimV() }
+	if c.g4 != nil {
+		kvWidth = func(il int) (int, int) { w := c.g4.headsKV[il] * c.g4.headDim[il]; return w, w }
+	}
+	var per int64
+	for il := range c.Layers {
+		wk, wv := kvWidth(il)
+		per += int64(wk+wv) * 4
+	}
 	if capacity <= 0 || int64(capacity) > maxCacheBytes/per {
 		return nil, fmt.Errorf("%w: context of %d tokens (the cache would need more than %d bytes)", ErrUnsupported, capacity, int64(maxCacheBytes))
 	}
@@ -43,8 +52,9 @@ func (m *Model) NewSession(capacity int) (*Session, error) {
 	s.k = make([][]float32, c.Layers)
 	s.v = make([][]float32, c.Layers)
 	for il := range s.k {
-		s.k[il] = make([]float32, capacity*c.kvDimK())
-		s.v[il] = make([]float32, capacity*c.kvDimV())
+		wk, wv := kvWidth(il)
+		s.k[il] = make([]float32, capacity*wk)
+		s.v[il] = make([]float32, capacity*wv)
 	}
 	return s, nil
 }
@@ -113,6 +123,11 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 			for i := range x[t] {
 				x[t][i] += pos[i]
 			}
+		}
+	}
+	if m.g4 != nil {
+		if err := s.evalGemma4(ctx, tokens, x); err != nil {
+			return nil, err
 		}
 	}
 	for il := range m.layers {
