@@ -70,6 +70,8 @@ const (
 	VocabGemma3        VocabKind = "gemma3"        // Gemma3Model.set_vocab
 	VocabPhi3          VocabKind = "phi3"          // Phi3MiniModel.set_vocab
 	VocabBert          VocabKind = "bert"          // BertModel.set_vocab (WordPiece)
+	VocabInternLM2     VocabKind = "internlm2"     // InternLM2Model.set_vocab
+	VocabInternLM3     VocabKind = "internlm3"     // InternLM3Model.set_vocab
 )
 
 // Model is one model class of the converter bound to a model's hparams.

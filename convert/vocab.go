@@ -20,6 +20,8 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabGemma3:        load.Gemma3,
 	arch.VocabPhi3:          load.Phi3,
 	arch.VocabBert:          load.Bert,
+	arch.VocabInternLM2:     load.InternLM2,
+	arch.VocabInternLM3:     load.InternLM3,
 }
 
 // vocab returns the tokenizer metadata (set_vocab).

@@ -1114,6 +1114,8 @@ FIXTURES["seedoss"] = dict(
 # keys of an entry, for checkpoints save_pretrained does not write as the Hub has them:
 #   post_save(root, spec)  rewrites the saved weights in the fixture folder (e.g. FP8 block-quantized
 #                          or MXFP4 tensors as the real checkpoint stores them);
+#   write_weights(root, spec)  writes model.safetensors itself instead of transformers (remote-code models
+#                          transformers has no class for: the real tensor names, init_weights' rules, no logits);
 #   logits_from            the fixture whose logits stand for this one (the same weights stored another
 #                          way), or False for none; default: computed from this fixture's folder.
 import glob as _glob
@@ -1240,6 +1242,12 @@ def build(out, name):
     for rel, obj in spec.get("tokenizer_overrides", {}).items():
         write_json(os.path.join(root, "tokenizer-override", rel), obj)
 
+    if spec.get("write_weights"):
+        # A remote-code model transformers has no class for: the fixture file writes the safetensors
+        # itself, with the real checkpoint's tensor names (and no logits).
+        spec["write_weights"](root, spec)
+        write_manifest(out, name)
+        return
     cfg = transformers.AutoConfig.from_pretrained(root)
     model_cls = getattr(transformers, spec["cls"])
     model = model_cls(cfg)

@@ -16,6 +16,7 @@
 //	Phi3MiniModel.set_vocab                           Phi3
 //	BertModel.set_vocab                               Bert
 //	T5Model.set_vocab                                 T5
+//	InternLM2Model / InternLM3Model.set_vocab         InternLM2, InternLM3
 //
 // Each returns the KVs its routine adds, in the order it adds them, with
 // gguf-py's GGUFWriter semantics (a key set twice keeps its first place
