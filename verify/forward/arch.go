@@ -48,6 +48,7 @@ const (
 	moeLlama                 // top-k of soft-max, weights renormalised (Mixtral)
 	moeNormed                // the same with expert_feed_forward_length (qwen3moe)
 	moeShared                // weights not renormalised, plus a sigmoid-gated shared expert (qwen2moe)
+	moeLlama4                // sigmoid gating, weights applied to the input, plus an ungated shared expert
 )
 
 // moeInfo says whether and how an architecture routes its FFN.
@@ -107,6 +108,23 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}, optional: true},
 			ffnNormRule,
 		}, dense(gatedFFNRules(true)), expertRules(false)),
+	},
+	"llama4": {
+		norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLU, ropeFactors: factorsFreqs,
+		sameHeadDims: true, rotIsHead: true,
+		moe:     moeInfo{kind: moeLlama4, required: true},
+		hparams: llama4Hparams,
+		tensors: concat(headRules(true, false), []rule{
+			{name: "rope_freqs.weight", dims: []dim{dRot2}, optional: true},
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			ffnNormRule,
+		}, dense(gatedFFNRules(false)), expertRules(false), []rule{
+			{name: "blk.%d.ffn_gate_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoE},
+			{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyMoE},
+			{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoE},
+		}),
 	},
 	"qwen2moe": {
 		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU,
@@ -298,6 +316,90 @@ func rmsEps(c *Config, r *kvReader) error {
 	return err
 }
 
+func init() {
+	// llama_model_mistral3: llama's tensors and graph, with optional
+	// temperature tuning of Q (Ministral 3's llama_4_scaling_beta).
+	m := *archs["llama"]
+	m.hparams = mistral3Hparams
+	archs["mistral3"] = &m
+}
+
+// mistral3Hparams mirrors llama_model_mistral3::load_arch_hparams. Its YaRN
+// log multiplier and beta overrides (Ministral 3) are not implemented here.
+func mistral3Hparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	if _, err := r.f32(r.key("attention.temperature_scale"), &c.AttnTempScale, false); err != nil {
+		return err
+	}
+	for _, k := range []struct {
+		suffix string
+		def    float32
+	}{{"rope.scaling.yarn_beta_fast", 32}, {"rope.scaling.yarn_beta_slow", 1}, {"rope.scaling.yarn_log_multiplier", 0}} {
+		v := k.def
+		if _, err := r.f32(r.key(k.suffix), &v, false); err != nil {
+			return err
+		}
+		if v != k.def {
+			return fmt.Errorf("%w: %s %s = %g", ErrUnsupported, c.Arch, k.suffix, v)
+		}
+	}
+	if c.AttnTempScale != 0 {
+		// The floor is n_ctx_orig_yarn.
+		if c.RopeOrigCtx == 0 {
+			return fmt.Errorf("%w: invalid n_ctx_orig_yarn for attention temperature scaling", ErrMetadata)
+		}
+		c.AttnTempFloor = c.RopeOrigCtx
+		c.TempLayers = make([]bool, c.Layers)
+		for il := range c.TempLayers {
+			c.TempLayers[il] = true
+		}
+	}
+	return nil
+}
+
+// llama4Hparams mirrors llama_model_llama4::load_arch_hparams: a sliding
+// window of 0 (MobileLLM) means no chunked attention and RoPE on every
+// block but the last (n_no_rope_layer_step = n_layer); otherwise chunks of
+// 8192 on three blocks of four, NoPE on every fourth block (the default
+// n_no_rope_layer_step) with temperature tuning there. Q/K are
+// L2-normalised on RoPE blocks unless the model has 128 experts (Maverick).
+func llama4Hparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("interleave_moe_layer_step"), &c.MoEStep, true); err != nil {
+		return err
+	}
+	var swa int
+	found, err := r.u32(r.key("attention.sliding_window"), &swa, false)
+	if err != nil {
+		return err
+	}
+	noRopeStep := 4
+	if found && swa == 0 {
+		noRopeStep = c.Layers
+	} else {
+		c.Chunked, c.SlidingWindow = true, 8192
+		c.AttnTempFloor, c.AttnTempScale, c.AttnTempOffset = 8192, 0.1, 1
+		if err := c.readSWAPattern(r, 4); err != nil {
+			return err
+		}
+		c.RopeBaseSWA, c.RopeFreqScaleSWA = c.RopeBase, c.RopeFreqScale
+		if _, err := r.f32(r.key("rope.freq_base_swa"), &c.RopeBaseSWA, false); err != nil {
+			return err
+		}
+	}
+	c.NoRope = make([]bool, c.Layers)
+	for il := range c.NoRope {
+		c.NoRope[il] = (il+1)%noRopeStep == 0
+	}
+	c.TempLayers = c.NoRope
+	c.L2QK = c.Experts != 128
+	return nil
+}
+
 // layerNormEps reads gpt2's layer-norm epsilon.
 func layerNormEps(c *Config, r *kvReader) error {
 	_, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.NormEps, true)
@@ -474,13 +576,14 @@ const (
 	onlyMoE
 )
 
-// applies reports whether the rule is part of configuration c.
-func (r rule) applies(c *Config) bool {
+// applies reports whether the rule is part of configuration c, for block
+// il (-1: a global tensor).
+func (r rule) applies(c *Config, il int) bool {
 	switch r.only {
 	case onlyDense:
-		return c.Experts == 0
+		return c.Experts == 0 || (il >= 0 && !c.moeLayer(il))
 	case onlyMoE:
-		return c.Experts > 0
+		return c.Experts > 0 && (il < 0 || c.moeLayer(il))
 	}
 	return true
 }
@@ -582,14 +685,14 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 		out = append(out, TensorSpec{Name: name, Shape: shape, Optional: optional})
 	}
 	for _, r := range c.arch.tensors {
-		if !r.qkv && !strings.Contains(r.name, "%d") && r.applies(c) {
+		if !r.qkv && !strings.Contains(r.name, "%d") && r.applies(c, -1) {
 			add(r.name, r.optional, r.dims...)
 		}
 	}
 	for il := 0; il < c.Layers; il++ {
 		for _, r := range c.arch.tensors {
 			switch {
-			case !r.applies(c):
+			case !r.applies(c, il):
 			case r.qkv:
 				in, q, k, v := r.dims[0], r.dims[1], r.dims[2], r.dims[3]
 				fused := fmt.Sprintf("blk.%d.attn_qkv.weight", il)

@@ -81,6 +81,23 @@ type Config struct {
 	// SlidingWindow is the window of the layers marked in SWA.
 	SlidingWindow int
 	SWA           []bool
+	// Chunked makes the SWA layers attend within chunks of SlidingWindow
+	// positions (LLAMA_SWA_TYPE_CHUNKED, llama4) instead of a window.
+	Chunked bool
+	// MoEStep is llama4's interleave_moe_layer_step: with experts, block il
+	// routes its FFN when (il+1) % MoEStep == 0 (0: every block).
+	MoEStep int
+	// NoRope marks the blocks without RoPE (llama4's NoPE layers); nil: none.
+	NoRope []bool
+	// L2QK RMS-normalises each Q and K head, without a weight, after RoPE
+	// on the blocks with RoPE (llama4's use_kq_norm).
+	L2QK bool
+	// Temperature tuning (build_inp_attn_scale): on the blocks marked in
+	// TempLayers, Q is multiplied by
+	// log(floor((pos+AttnTempOffset)/AttnTempFloor)+1)·AttnTempScale+1.
+	AttnTempScale, AttnTempOffset float32
+	AttnTempFloor                 int
+	TempLayers                    []bool
 
 	arch *archInfo
 }
@@ -382,6 +399,9 @@ func (c *Config) readExpertWidths(r *kvReader) error {
 			c.FFExp = c.FF / c.ExpertsUsed
 		}
 	}
+	if c.arch.moe.kind == moeLlama4 {
+		c.FFShared = c.FFExp // load_arch_tensors: n_ff_shexp = n_ff_exp
+	}
 	if c.arch.moe.kind == moeShared {
 		c.FFShared = c.FF
 		if _, err := r.u32(r.key(gguf.SuffixExpertSharedFFLength), &c.FFShared, false); err != nil {
@@ -475,6 +495,11 @@ func (c *Config) deriveRope() error {
 	}
 	c.RopeAttnFactor *= attn
 	return nil
+}
+
+// moeLayer reports whether block il routes its FFN through experts.
+func (c *Config) moeLayer(il int) bool {
+	return c.Experts > 0 && (c.MoEStep == 0 || (il+1)%c.MoEStep == 0)
 }
 
 // Derived widths: all query heads, all key and value heads, the output of

@@ -120,6 +120,13 @@ func TestFamilies(t *testing.T) {
 		{"mixtral", "llama", 1e-6, nil},
 		{"qwen2moe", "qwen2moe", 1e-6, nil},
 		{"qwen3moe", "qwen3moe", 1e-6, nil},
+		// Llama 4 (Maverick's text model): MoE every second block with
+		// sigmoid routing applied to the input and an ungated shared
+		// expert, dense blocks between, a NoPE block (with temperature
+		// tuning) every fourth, L2-normalised Q/K, chunked attention.
+		{"llama4text", "llama4", 1e-6, nil},
+		// Mistral Small 3.1's text tower: llama's graph.
+		{"mistral3", "mistral3", 1e-6, nil},
 		// ggml evaluates GELU through an fp16 table (GGML_GELU_FP16): about 1e-5
 		// of the largest logit for gemma's GeGLU, more for the others (measured:
 		// gemma 1.3e-5, gemma2 6.1e-5, gemma3 1.7e-5, starcoder2 1.6e-4, gpt2

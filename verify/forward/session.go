@@ -173,7 +173,8 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 			}
 		}
 	}
-	if c.arch.rope != ropeNone {
+	noRope := c.NoRope != nil && c.NoRope[il]
+	if c.arch.rope != ropeNone && !noRope {
 		base, scale := c.RopeBase, c.RopeFreqScale
 		if c.SWA[il] {
 			base, scale = c.RopeBaseSWA, c.RopeFreqScaleSWA
@@ -186,6 +187,27 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 			}
 			for hd := 0; hd < c.HeadsKV; hd++ {
 				rope(k[t][hd*c.HeadDimK:], cache, c.Rot, c.arch.rope)
+			}
+		}
+	}
+	if c.L2QK && !noRope {
+		// Llama4TextL2Norm: ggml_rms_norm without a weight, per head.
+		for _, x := range [][][]float32{q, k} {
+			for t := range x {
+				for off := 0; off < len(x[t]); off += c.HeadDimK {
+					seg := x[t][off : off+c.HeadDimK]
+					rmsNormPlain(seg, seg, c.NormEps)
+				}
+			}
+		}
+	}
+	if c.TempLayers != nil && c.TempLayers[il] {
+		// build_inp_attn_scale.
+		for t, r := range q {
+			pos := float64(s.n + t)
+			sc := float32(math.Log(math.Floor((pos+float64(c.AttnTempOffset))/float64(c.AttnTempFloor))+1)*float64(c.AttnTempScale) + 1)
+			for i := range r {
+				r[i] *= sc
 			}
 		}
 	}
@@ -355,7 +377,10 @@ func (s *Session) attention(ctx context.Context, il int, q, out [][]float32) err
 		t, hd := task/c.Heads, task%c.Heads
 		pos := s.n + t
 		lo := 0
-		if c.SWA[il] && c.SlidingWindow > 0 {
+		switch {
+		case c.SWA[il] && c.SlidingWindow > 0 && c.Chunked:
+			lo = pos / c.SlidingWindow * c.SlidingWindow // the chunk's start
+		case c.SWA[il] && c.SlidingWindow > 0:
 			lo = max(0, pos-c.SlidingWindow+1)
 		}
 		g := hd / group
@@ -413,8 +438,15 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 	}
 	sel := make([][]int, T)
 	weights := make([][]float32, T)
+	llama4 := c.arch.moe.kind == moeLlama4
 	for t, p := range probs {
-		softmax(p, 1)
+		if llama4 {
+			for i, v := range p {
+				p[i] = 1 / (1 + float32(math.Exp(float64(-v))))
+			}
+		} else {
+			softmax(p, 1)
+		}
 		sel[t] = topK(p, k)
 		weights[t] = make([]float32, k)
 		var sum float64
@@ -450,15 +482,25 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 		x := make([][]float32, len(toks))
 		for i, t := range toks {
 			x[i] = h[t]
+			if llama4 {
+				// weight_before_ffn: the expert sees its weighted input.
+				w := weights[t][slots[i]]
+				x[i] = make([]float32, len(h[t]))
+				for d, v := range h[t] {
+					x[i][d] = v * w
+				}
+			}
 		}
 		y := rows(len(toks), c.Embd)
 		if err := s.swiglu(ctx, ly.gateExps[e], ly.upExps[e], ly.downExps[e], x, y); err != nil {
 			return err
 		}
 		for i, t := range toks {
-			w := weights[t][slots[i]]
-			for d := range y[i] {
-				y[i][d] *= w
+			if !llama4 {
+				w := weights[t][slots[i]]
+				for d := range y[i] {
+					y[i][d] *= w
+				}
 			}
 			results[t][slots[i]] = y[i]
 		}
@@ -470,6 +512,19 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 				out[t][d] += v
 			}
 		}
+	}
+	if llama4 {
+		// The shared expert, ungated: moe_out + shexp_out.
+		sh := rows(T, c.Embd)
+		if err := s.swiglu(ctx, ly.gateShared, ly.upShared, ly.downSh, h, sh); err != nil {
+			return err
+		}
+		for t := range out {
+			for d, v := range sh[t] {
+				out[t][d] += v
+			}
+		}
+		return nil
 	}
 	if ly.gateInpShared == nil {
 		return nil
