@@ -49,6 +49,8 @@ func TestFixtures(t *testing.T) {
 		{"gemma2", "One, two, three, four"},
 		{"gpt2", "The quick brown fox"},
 		{"mixtral", "Two experts of four, chosen per token"},
+		{"llama4text", "Routed and shared experts, every second block"},
+		{"mistral3", "Once upon a time in a small town"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
@@ -72,5 +74,30 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("Q8_0 conversion fails against F32: %v", rep.Problems)
 			}
 		})
+	}
+}
+
+// TestCheckpointReferenceFusedExperts verifies llama4text's F32 conversion
+// against its checkpoint, whose experts are stored fused and transposed:
+// mapped through the conversion plan, every tensor comes out bit-identical.
+func TestCheckpointReferenceFusedExperts(t *testing.T) {
+	dir := assembleFixture(t, "llama4text")
+	f32 := open(t, convertTo(t, dir, "f32"))
+	ref, err := OpenCheckpoint(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	rep := run(t, f32, ref, Options{NPredict: 4})
+	if !rep.OK {
+		t.Fatalf("fails against its checkpoint: %v", rep.Problems)
+	}
+	if len(rep.Tensors) == 0 {
+		t.Fatal("no tensors compared")
+	}
+	for _, r := range rep.Tensors {
+		if r.RelError != 0 {
+			t.Errorf("%s: relative error %.3g, want 0", r.Name, r.RelError)
+		}
 	}
 }
