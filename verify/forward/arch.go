@@ -31,6 +31,7 @@ const (
 	ffnGeGLU                      // down(gelu(gate(x)) · up(x))
 	ffnGELU                       // down(gelu(up(x))), with biases
 	ffnSwiGLUFused                // down(silu(a) · b), [a | b] = up(x) (phi3's gate_up)
+	ffnXIELU                      // down(xielu(up(x))) with per-block parameters (apertus)
 )
 
 const (
@@ -125,6 +126,26 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyMoE},
 			{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoE},
 		}),
+	},
+	"apertus": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnXIELU, ropeFactors: factorsFreqs, qkNorm: true,
+		sameHeadDims: true, rotIsHead: true,
+		hparams: apertusHparams,
+		tensors: []rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "rope_freqs.weight", dims: []dim{dRot2}, optional: true},
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}, optional: true},
+			ffnNormRule,
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK}},
+		},
 	},
 	"qwen2moe": {
 		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU,
@@ -357,6 +378,37 @@ func mistral3Hparams(c *Config, r *kvReader) error {
 		}
 	}
 	return nil
+}
+
+// apertusHparams mirrors llama_model_apertus::load_arch_hparams: the
+// xIELU parameters, one per block (an array) or one for all. ggml_xielu
+// takes softplus of the stored alpha_p and beta + softplus of alpha_n.
+func apertusHparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	var vals [4][]float32
+	for i, k := range []string{"xielu.alpha_n", "xielu.alpha_p", "xielu.beta", "xielu.eps"} {
+		v, err := r.f32OrArr(k, c.Layers)
+		if err != nil {
+			return err
+		}
+		vals[i] = v
+	}
+	c.XIELU = make([][4]float32, c.Layers)
+	for il := range c.XIELU {
+		beta := vals[2][il]
+		c.XIELU[il] = [4]float32{beta + softplus(vals[0][il]), softplus(vals[1][il]), beta, vals[3][il]}
+	}
+	return nil
+}
+
+// softplus is ggml_compute_softplus_f32.
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log(float64(1 + float32(math.Exp(float64(x))))))
 }
 
 // llama4Hparams mirrors llama_model_llama4::load_arch_hparams: a sliding

@@ -98,6 +98,9 @@ type Config struct {
 	AttnTempScale, AttnTempOffset float32
 	AttnTempFloor                 int
 	TempLayers                    []bool
+	// XIELU holds each block's xIELU parameters as ggml_xielu uses them:
+	// alpha_n, alpha_p, beta, eps (apertus).
+	XIELU [][4]float32
 
 	arch *archInfo
 }
@@ -190,6 +193,35 @@ func (r *kvReader) u32OrArr(key string, dst *int, n int, required bool) error {
 	}
 	*dst = int(xs[0])
 	return nil
+}
+
+// f32OrArr reads a per-layer float given as one float32 or an array of n
+// float32 (llama_model_loader::get_key_or_arr, required).
+func (r *kvReader) f32OrArr(key string, n int) ([]float32, error) {
+	v, ok := r.md.KV(key)
+	if !ok {
+		return nil, fmt.Errorf("%w: key not found in model: %s", ErrMetadata, key)
+	}
+	out := make([]float32, n)
+	if !v.IsArray() {
+		var x float32
+		if _, err := r.f32(key, &x, true); err != nil {
+			return nil, err
+		}
+		for i := range out {
+			out[i] = x
+		}
+		return out, nil
+	}
+	if v.ElemType() != gguf.TypeFloat32 {
+		return nil, fmt.Errorf("%w: %s has wrong array element type %s", ErrMetadata, key, v.ElemType())
+	}
+	xs, _ := v.Any().([]float32)
+	if len(xs) != n {
+		return nil, fmt.Errorf("%w: key %s has wrong array length; expected %d, got %d", ErrMetadata, key, n, len(xs))
+	}
+	copy(out, xs)
+	return out, nil
 }
 
 // maxLayers is LLAMA_MAX_LAYERS; maxDim bounds every other count so that

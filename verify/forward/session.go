@@ -340,6 +340,17 @@ func (s *Session) ffn(ctx context.Context, ly *layer, h, out [][]float32) error 
 				r[i] = gelu(x)
 			}
 		}
+	case ffnXIELU:
+		act = rows(T, c.FF)
+		if err := s.mul(ctx, ly.up, ly.bUp, h, act); err != nil {
+			return err
+		}
+		p := c.XIELU[ly.index]
+		for _, r := range act {
+			for i, x := range r {
+				r[i] = xielu(x, p[0], p[1], p[2], p[3])
+			}
+		}
 	case ffnSwiGLUFused:
 		both := rows(T, 2*c.FF)
 		if err := s.mul(ctx, ly.up, ly.bUp, h, both); err != nil {
