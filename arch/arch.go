@@ -106,6 +106,8 @@ const (
 	VocabChatGLM       VocabKind = "chatglm"       // ChatGLMModel.set_vocab
 	VocabGLM4          VocabKind = "glm4"          // Glm4Model.set_vocab
 	VocabGLM           VocabKind = "glm"           // _set_vocab_glm (Glm4MoeModel)
+	VocabInternLM2     VocabKind = "internlm2"     // InternLM2Model.set_vocab
+	VocabInternLM3     VocabKind = "internlm3"     // InternLM3Model.set_vocab
 )
 
 // Model is one model class of the converter bound to a model's hparams.

@@ -16,6 +16,9 @@ func init() {
 type llama struct {
 	text
 	experts *expertStacker
+	// noPermute is undo_permute = False (Llama4Model, ApertusModel): Q and
+	// K are stored as llama.cpp wants them.
+	noPermute bool
 }
 
 func newLlama(h HParams, dir string) (Model, error) { return newLlamaArch("llama", h, dir) }
@@ -100,6 +103,7 @@ func (m *llama) Modify(in Input, bid int) ([]Output, error) {
 	var build func([][]float32) ([]float32, error)
 	var order []int64
 	switch {
+	case m.noPermute:
 	case strings.HasSuffix(name, "q_proj.weight") || strings.HasSuffix(name, "q_proj.bias"):
 		build, order, err = permuteQK(in.Shape, nHead, nHead)
 	case strings.HasSuffix(name, "k_proj.weight") || strings.HasSuffix(name, "k_proj.bias"):
@@ -204,7 +208,8 @@ func (t *text) llama3RopeFreqs(factorDefault float64) ([]Output, error) {
 const maxRopeDims = 1 << 16
 
 // llama3RopeFactors follows generate_extra_tensors in float32 where torch
-// computes in float32: freqs = 1 / base^(arange(0, dim, 2)/dim), then per
+// computes in float32 (and, where a Python number is divided by a tensor,
+// the way torch divides): freqs = 1 / base^(arange(0, dim, 2)/dim), then per
 // frequency a factor of 1, factor, or the smooth interpolation.
 func llama3RopeFactors(base float64, dim int, factor, lowFF, highFF, oldCtx float64) []float32 {
 	lowWavelen := oldCtx / lowFF
@@ -213,14 +218,16 @@ func llama3RopeFactors(base float64, dim int, factor, lowFF, highFF, oldCtx floa
 	for i := 0; i < dim; i += 2 {
 		exp := float32(i) / float32(dim)
 		freq := float32(1) / float32(math.Pow(float64(float32(base)), float64(exp)))
-		wavelen := float32(2*math.Pi) / freq
+		// A Python number divided by a tensor is Tensor.__rtruediv__,
+		// which torch computes as reciprocal(tensor) × number.
+		wavelen := float32(2*math.Pi) * (1 / freq)
 		switch {
 		case wavelen < float32(highWavelen):
 			out = append(out, 1)
 		case wavelen > float32(lowWavelen):
 			out = append(out, float32(factor))
 		default:
-			smooth := (float32(oldCtx)/wavelen - float32(lowFF)) / float32(highFF-lowFF)
+			smooth := (float32(oldCtx)*(1/wavelen) - float32(lowFF)) / float32(highFF-lowFF)
 			out = append(out, float32(1)/((float32(1)-smooth)/float32(factor)+smooth))
 		}
 	}

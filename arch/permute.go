@@ -71,3 +71,21 @@ func permuteRowBlocks(shape []int64, blockRows int64, order []int64) (func([][]f
 		return dst, nil
 	}, nil
 }
+
+// selectRows is the float32 transform that makes row i of the output
+// source row order[i] (along the first dimension of shape), for a subset or
+// permutation of the source's shape[0] rows.
+func selectRows(shape []int64, order []int64) func([][]float32) ([]float32, error) {
+	rowLen := numel(shape[1:])
+	return func(srcs [][]float32) ([]float32, error) {
+		src := srcs[0]
+		if int64(len(src)) != numel(shape) {
+			return nil, fmt.Errorf("select rows: %d values for shape %v", len(src), shape)
+		}
+		dst := make([]float32, int64(len(order))*rowLen)
+		for out, in := range order {
+			copy(dst[int64(out)*rowLen:int64(out+1)*rowLen], src[in*rowLen:(in+1)*rowLen])
+		}
+		return dst, nil
+	}
+}

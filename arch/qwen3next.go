@@ -480,24 +480,6 @@ func (m *qwen3Next) splitQKVZ(in Input, bid int) ([]Output, error) {
 	return outs, nil
 }
 
-// selectRows is the float32 transform that makes row i of the output
-// source row order[i] (along the first dimension), for a subset or
-// permutation of the source's shape[0] rows.
-func selectRows(shape []int64, order []int64) func([][]float32) ([]float32, error) {
-	rowLen := numel(shape[1:])
-	return func(srcs [][]float32) ([]float32, error) {
-		src := srcs[0]
-		if int64(len(src)) != numel(shape) {
-			return nil, fmt.Errorf("select rows: %d values for shape %v", len(src), shape)
-		}
-		dst := make([]float32, int64(len(order))*rowLen)
-		for out, in := range order {
-			copy(dst[int64(out)*rowLen:int64(out+1)*rowLen], src[in*rowLen:(in+1)*rowLen])
-		}
-		return dst, nil
-	}
-}
-
 // negExp is the converter's A_log transform -torch.exp(x) on float32
 // values widened from the tensor's dtype: float64's exp rounded to
 // float32, except where torch's float32 kernel (accurate to about an ulp,

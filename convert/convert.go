@@ -267,6 +267,32 @@ func (j *job) kvs(meta []gguf.KV) ([]gguf.KV, error) {
 		// Pairs the converter adds while it prepares the tensors.
 		l.Append(e.EarlyKVs()...)
 	}
+	if v, ok := j.plugin.(interface {
+		ValueKVs(read func(arch.Input) ([]float32, error)) ([]gguf.KV, error)
+	}); ok {
+		// Pairs the converter makes of tensor values while it prepares
+		// the tensors (ApertusModel's xIELU parameters): planTensors has
+		// called Modify, which names the tensors.
+		kvs, err := v.ValueKVs(func(in arch.Input) ([]float32, error) {
+			n, err := readers.NumElements(in.Shape)
+			if err != nil {
+				return nil, err
+			}
+			if n > 1<<20 {
+				return nil, fmt.Errorf("tensor %q: %d values is too many for metadata", in.Source, n)
+			}
+			rows, _ := readers.Rows(in.Shape)
+			dst := make([]float32, n)
+			if err := j.model.Source.ReadFloat32(context.Background(), in.Source, dst, 0, int(rows)); err != nil {
+				return nil, fmt.Errorf("tensor %q: %w", in.Source, err)
+			}
+			return dst, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("convert: %s: %w", j.model.Root, err)
+		}
+		l.Append(kvs...)
+	}
 	l.Set(gguf.KeyGeneralType, gguf.String("model"))
 	l.Append(meta...)
 	params, err := j.plugin.Params(j.ft)

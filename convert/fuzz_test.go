@@ -21,9 +21,10 @@ func allocatedBytes() uint64 {
 // config.json: the tiny llama of TestHostileCheckpoint and wave-1 fixtures
 // whose plugins do the most with the config (Q/K permutation and llama3
 // rope factors, experts stacked, the embedding cut to the vocabulary,
-// longrope factors, pooling and labels); all have small tokenizers, so
-// that a run costs milliseconds.
-var fuzzModels = []string{"tiny", "mixtral", "llama3tied", "gemma3", "phi3", "bert"}
+// longrope factors, pooling and labels, xIELU values as metadata, a fused
+// QKV regrouped); all have small tokenizers, so that a run costs
+// milliseconds.
+var fuzzModels = []string{"tiny", "mixtral", "llama3tied", "gemma3", "phi3", "bert", "apertus", "internlm2"}
 
 // linkModel makes a folder of symbolic links to a fixture's files (as
 // TestFixtures assembles them) or to the tiny llama's, without its

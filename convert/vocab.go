@@ -24,6 +24,8 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabChatGLM:       load.ChatGLM,
 	arch.VocabGLM4:          load.GLM4,
 	arch.VocabGLM:           load.GLM,
+	arch.VocabInternLM2:     load.InternLM2,
+	arch.VocabInternLM3:     load.InternLM3,
 }
 
 // vocab returns the tokenizer metadata (set_vocab).

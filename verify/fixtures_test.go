@@ -60,6 +60,8 @@ func TestFixtures(t *testing.T) {
 		{"qwen3vl", "The little dog ran to the park"},
 		{"gemma4", "Per-layer embeddings and shared keys"},
 		{"gemma4moe", "Experts beside a dense MLP"},
+		{"llama4text", "Routed and shared experts, every second block"},
+		{"mistral3", "Once upon a time in a small town"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
@@ -99,5 +101,30 @@ func TestRecurrentStructureOnly(t *testing.T) {
 	}
 	if len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[0], "structure (metadata, tokenizer) and the tensors only") {
 		t.Errorf("warnings %q do not say the check is structural only", rep.Warnings)
+	}
+}
+
+// TestCheckpointReferenceFusedExperts verifies llama4text's F32 conversion
+// against its checkpoint, whose experts are stored fused and transposed:
+// mapped through the conversion plan, every tensor comes out bit-identical.
+func TestCheckpointReferenceFusedExperts(t *testing.T) {
+	dir := assembleFixture(t, "llama4text")
+	f32 := open(t, convertTo(t, dir, "f32"))
+	ref, err := OpenCheckpoint(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	rep := run(t, f32, ref, Options{NPredict: 4})
+	if !rep.OK {
+		t.Fatalf("fails against its checkpoint: %v", rep.Problems)
+	}
+	if len(rep.Tensors) == 0 {
+		t.Fatal("no tensors compared")
+	}
+	for _, r := range rep.Tensors {
+		if r.RelError != 0 {
+			t.Errorf("%s: relative error %.3g, want 0", r.Name, r.RelError)
+		}
 	}
 }

@@ -19,6 +19,7 @@
 //	ChatGLMModel.set_vocab (GlmForCausalLM)            ChatGLM
 //	Glm4Model.set_vocab (Glm4ForCausalLM)             GLM4
 //	_set_vocab_glm (Glm4MoeForCausalLM)               GLM
+//	InternLM2Model / InternLM3Model.set_vocab         InternLM2, InternLM3
 //
 // Each returns the KVs its routine adds, in the order it adds them, with
 // gguf-py's GGUFWriter semantics (a key set twice keeps its first place

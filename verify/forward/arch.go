@@ -33,6 +33,7 @@ const (
 	ffnGeGLU                      // down(gelu(gate(x)) · up(x))
 	ffnGELU                       // down(gelu(up(x))), with biases
 	ffnSwiGLUFused                // down(silu(a) · b), [a | b] = up(x) (phi3's gate_up)
+	ffnXIELU                      // down(xielu(up(x))) with per-block parameters (apertus)
 )
 
 const (
@@ -55,6 +56,7 @@ const (
 	// LLM_FFN_SWIGLU_OAI_MOE: the top-k of the biased router logits, soft-max
 	// over the chosen ones, experts with biases and the clamped SwiGLU.
 	moeOAI
+	moeLlama4 // sigmoid gating, weights applied to the input, plus an ungated shared expert
 )
 
 // moeInfo says whether and how an architecture routes its FFN.
@@ -140,6 +142,43 @@ var archs = map[string]*archInfo{
 			ffnNormRule,
 		}, dense(gatedFFNRules(true)), expertRules(false)),
 	},
+	"llama4": {
+		norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLU, ropeFactors: factorsFreqs,
+		sameHeadDims: true, rotIsHead: true,
+		moe:     moeInfo{kind: moeLlama4, required: true},
+		hparams: llama4Hparams,
+		tensors: concat(headRules(true, false), []rule{
+			{name: "rope_freqs.weight", dims: []dim{dRot2}, optional: true},
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			ffnNormRule,
+		}, dense(gatedFFNRules(false)), expertRules(false), []rule{
+			{name: "blk.%d.ffn_gate_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoE},
+			{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyMoE},
+			{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoE},
+		}),
+	},
+	"apertus": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnXIELU, ropeFactors: factorsFreqs, qkNorm: true,
+		sameHeadDims: true, rotIsHead: true,
+		hparams: apertusHparams,
+		tensors: []rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "rope_freqs.weight", dims: []dim{dRot2}, optional: true},
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}, optional: true},
+			ffnNormRule,
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK}},
+		},
+	},
 	"qwen2moe": {
 		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU,
 		sameHeadDims: true, rotIsHead: true,
@@ -209,17 +248,17 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.attn_v_b.weight", dims: []dim{dKVLora, dVMLA, dHeads}},
 			{name: "blk.%d.attn_output.weight", dims: []dim{dOutMLA, dEmbd}},
 			ffnNormRule,
-			{name: "blk.%d.ffn_gate.weight", dims: []dim{dEmbd, dFF}, only: onlyLeadDense},
-			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}, only: onlyLeadDense},
-			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}, only: onlyLeadDense},
-			{name: "blk.%d.ffn_gate_inp.weight", dims: []dim{dEmbd, dExperts}, only: onlyRouted},
-			{name: "blk.%d.exp_probs_b.bias", dims: []dim{dExperts}, only: onlyRouted, optional: true},
-			{name: "blk.%d.ffn_gate_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyRouted},
-			{name: "blk.%d.ffn_down_exps.weight", dims: []dim{dFFExp, dEmbd, dExperts}, only: onlyRouted},
-			{name: "blk.%d.ffn_up_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyRouted},
-			{name: "blk.%d.ffn_gate_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyRouted},
-			{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyRouted},
-			{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyRouted},
+			{name: "blk.%d.ffn_gate.weight", dims: []dim{dEmbd, dFF}, only: onlyDense},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}, only: onlyDense},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}, only: onlyDense},
+			{name: "blk.%d.ffn_gate_inp.weight", dims: []dim{dEmbd, dExperts}, only: onlyMoE},
+			{name: "blk.%d.exp_probs_b.bias", dims: []dim{dExperts}, only: onlyMoE, optional: true},
+			{name: "blk.%d.ffn_gate_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyMoE},
+			{name: "blk.%d.ffn_down_exps.weight", dims: []dim{dFFExp, dEmbd, dExperts}, only: onlyMoE},
+			{name: "blk.%d.ffn_up_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyMoE},
+			{name: "blk.%d.ffn_gate_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoE},
+			{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyMoE},
+			{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoE},
 		}),
 	},
 	"gemma": {
@@ -324,15 +363,15 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}, optional: true},
 			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK}, optional: true},
 			{name: "blk.%d.post_attention_norm.weight", dims: []dim{dEmbd}},
-		}, leadDense(gatedFFNRules(false)), []rule{
-			{name: "blk.%d.ffn_gate_inp.weight", dims: []dim{dEmbd, dExperts}, only: onlyRouted},
-			{name: "blk.%d.exp_probs_b.bias", dims: []dim{dExperts}, only: onlyRouted},
-			{name: "blk.%d.ffn_gate_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyRouted},
-			{name: "blk.%d.ffn_down_exps.weight", dims: []dim{dFFExp, dEmbd, dExperts}, only: onlyRouted},
-			{name: "blk.%d.ffn_up_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyRouted},
-			{name: "blk.%d.ffn_gate_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyRoutedShared},
-			{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyRoutedShared},
-			{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyRoutedShared},
+		}, dense(gatedFFNRules(false)), []rule{
+			{name: "blk.%d.ffn_gate_inp.weight", dims: []dim{dEmbd, dExperts}, only: onlyMoE},
+			{name: "blk.%d.exp_probs_b.bias", dims: []dim{dExperts}, only: onlyMoE},
+			{name: "blk.%d.ffn_gate_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyMoE},
+			{name: "blk.%d.ffn_down_exps.weight", dims: []dim{dFFExp, dEmbd, dExperts}, only: onlyMoE},
+			{name: "blk.%d.ffn_up_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyMoE},
+			{name: "blk.%d.ffn_gate_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoEShared},
+			{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyMoEShared},
+			{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoEShared},
 		}),
 	},
 	"gptneox": {
@@ -445,6 +484,122 @@ func archNames() string {
 func rmsEps(c *Config, r *kvReader) error {
 	_, err := r.f32(r.key("attention.layer_norm_rms_epsilon"), &c.NormEps, true)
 	return err
+}
+
+func init() {
+	// llama_model_mistral3: llama's tensors and graph, with optional
+	// temperature tuning of Q (Ministral 3's llama_4_scaling_beta).
+	m := *archs["llama"]
+	m.hparams = mistral3Hparams
+	archs["mistral3"] = &m
+}
+
+// mistral3Hparams mirrors llama_model_mistral3::load_arch_hparams. Its YaRN
+// log multiplier and beta overrides (Ministral 3) are not implemented here.
+func mistral3Hparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	if _, err := r.f32(r.key("attention.temperature_scale"), &c.AttnTempScale, false); err != nil {
+		return err
+	}
+	for _, k := range []struct {
+		suffix string
+		def    float32
+	}{{"rope.scaling.yarn_beta_fast", 32}, {"rope.scaling.yarn_beta_slow", 1}, {"rope.scaling.yarn_log_multiplier", 0}} {
+		v := k.def
+		if _, err := r.f32(r.key(k.suffix), &v, false); err != nil {
+			return err
+		}
+		if v != k.def {
+			return fmt.Errorf("%w: %s %s = %g", ErrUnsupported, c.Arch, k.suffix, v)
+		}
+	}
+	if c.AttnTempScale != 0 {
+		// The floor is n_ctx_orig_yarn.
+		if c.RopeOrigCtx == 0 {
+			return fmt.Errorf("%w: invalid n_ctx_orig_yarn for attention temperature scaling", ErrMetadata)
+		}
+		c.AttnTempFloor = c.RopeOrigCtx
+		c.TempLayers = make([]bool, c.Layers)
+		for il := range c.TempLayers {
+			c.TempLayers[il] = true
+		}
+	}
+	return nil
+}
+
+// apertusHparams mirrors llama_model_apertus::load_arch_hparams: the
+// xIELU parameters, one per block (an array) or one for all. ggml_xielu
+// takes softplus of the stored alpha_p and beta + softplus of alpha_n.
+func apertusHparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	var vals [4][]float32
+	for i, k := range []string{"xielu.alpha_n", "xielu.alpha_p", "xielu.beta", "xielu.eps"} {
+		v, err := r.f32OrArr(k, c.Layers)
+		if err != nil {
+			return err
+		}
+		vals[i] = v
+	}
+	c.XIELU = make([][4]float32, c.Layers)
+	for il := range c.XIELU {
+		beta := vals[2][il]
+		c.XIELU[il] = [4]float32{beta + softplus(vals[0][il]), softplus(vals[1][il]), beta, vals[3][il]}
+	}
+	return nil
+}
+
+// softplus is ggml_compute_softplus_f32.
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log(float64(1 + float32(math.Exp(float64(x))))))
+}
+
+// llama4Hparams mirrors llama_model_llama4::load_arch_hparams: a sliding
+// window of 0 (MobileLLM) means no chunked attention and RoPE on every
+// block but the last (n_no_rope_layer_step = n_layer); otherwise chunks of
+// 8192 on three blocks of four, NoPE on every fourth block (the default
+// n_no_rope_layer_step) with temperature tuning there. Q/K are
+// L2-normalised on RoPE blocks unless the model has 128 experts (Maverick).
+func llama4Hparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("interleave_moe_layer_step"), &c.MoEStep, true); err != nil {
+		return err
+	}
+	var swa int
+	found, err := r.u32(r.key("attention.sliding_window"), &swa, false)
+	if err != nil {
+		return err
+	}
+	noRopeStep := 4
+	if found && swa == 0 {
+		noRopeStep = c.Layers
+	} else {
+		c.Chunked, c.SlidingWindow = true, 8192
+		c.AttnTempFloor, c.AttnTempScale, c.AttnTempOffset = 8192, 0.1, 1
+		if err := c.readSWAPattern(r, 4); err != nil {
+			return err
+		}
+		c.RopeBaseSWA, c.RopeFreqScaleSWA = c.RopeBase, c.RopeFreqScale
+		if _, err := r.f32(r.key("rope.freq_base_swa"), &c.RopeBaseSWA, false); err != nil {
+			return err
+		}
+	}
+	c.NoRope = make([]bool, c.Layers)
+	for il := range c.NoRope {
+		c.NoRope[il] = (il+1)%noRopeStep == 0
+	}
+	c.TempLayers = c.NoRope
+	c.L2QK = c.Experts != 128
+	c.ExpertGating = 2 // build_moe_ffn's LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
+	return nil
 }
 
 // layerNormEps reads gpt2's layer-norm epsilon.
@@ -868,8 +1023,7 @@ type rule struct {
 	dims     []dim
 	optional bool
 	qkv      bool
-	// only restricts the rule to dense (onlyDense) or mixture-of-experts
-	// (onlyMoE) configurations.
+	// only restricts the rule to some blocks or configurations.
 	only ruleScope
 }
 
@@ -877,18 +1031,17 @@ type ruleScope uint8
 
 const (
 	always ruleScope = iota
+	// onlyDense: a block with a dense FFN (every block of a model without
+	// experts; the leading dense blocks and, with llama4's interleave, the
+	// blocks between routed ones); onlyMoE: a block that routes its FFN;
+	// onlyMoEShared: a routed block of a model with shared experts (glm4moe,
+	// whose shared expert count may be 0).
 	onlyDense
 	onlyMoE
-	// deepseek2's per-block scopes: a dense FFN in the leading blocks (or
-	// every block of a model without experts), routed experts after them;
-	// attn_q without a query LoRA, attn_q_a/b with one.
-	onlyLeadDense
-	onlyRouted
+	onlyMoEShared
+	// deepseek2's attn_q without a query LoRA, attn_q_a/b with one.
 	onlyNoQLora
 	onlyQLora
-	// onlyRoutedShared: a routed block of a model with shared experts
-	// (glm4moe, whose shared expert count may be 0).
-	onlyRoutedShared
 )
 
 // applies reports whether the rule is part of configuration c (for a
@@ -900,32 +1053,17 @@ func (r rule) applies(c *Config) bool { return r.appliesAt(c, -1) }
 func (r rule) appliesAt(c *Config, il int) bool {
 	switch r.only {
 	case onlyDense:
-		return c.Experts == 0
+		return c.Experts == 0 || (il >= 0 && !c.moeLayer(il))
 	case onlyMoE:
-		return c.Experts > 0
-	case onlyLeadDense:
-		return il < 0 || c.Experts == 0 || il < c.DenseLead
-	case onlyRouted:
-		return c.Experts > 0 && (il < 0 || il >= c.DenseLead)
+		return c.Experts > 0 && (il < 0 || c.moeLayer(il))
 	case onlyNoQLora:
 		return c.QLora == 0
 	case onlyQLora:
 		return c.QLora > 0
-	case onlyRoutedShared:
-		return c.Experts > 0 && (il < 0 || il >= c.DenseLead) && c.FFShared > 0
+	case onlyMoEShared:
+		return c.Experts > 0 && (il < 0 || c.moeLayer(il)) && c.FFShared > 0
 	}
 	return true
-}
-
-// leadDense marks rules as those of the leading dense blocks of a mixture
-// of experts (or of every block of a model without experts).
-func leadDense(rs []rule) []rule {
-	out := make([]rule, len(rs))
-	for i, r := range rs {
-		r.only = onlyLeadDense
-		out[i] = r
-	}
-	return out
 }
 
 // dense marks rules as those of a dense FFN.

@@ -113,6 +113,26 @@ type Config struct {
 	// so does this package; only a test sets it, to show that the rest of
 	// a gpt-oss forward pass agrees with transformers to float32 precision.
 	yarnUntruncated bool
+	// Chunked makes the SWA layers attend within chunks of SlidingWindow
+	// positions (LLAMA_SWA_TYPE_CHUNKED, llama4) instead of a window.
+	Chunked bool
+	// MoEStep is llama4's interleave_moe_layer_step: with experts, block il
+	// routes its FFN when (il+1) % MoEStep == 0 (0: every block).
+	MoEStep int
+	// NoRope marks the blocks without RoPE (llama4's NoPE layers); nil: none.
+	NoRope []bool
+	// L2QK RMS-normalises each Q and K head, without a weight, after RoPE
+	// on the blocks with RoPE (llama4's use_kq_norm).
+	L2QK bool
+	// Temperature tuning (build_inp_attn_scale): on the blocks marked in
+	// TempLayers, Q is multiplied by
+	// log(floor((pos+AttnTempOffset)/AttnTempFloor)+1)·AttnTempScale+1.
+	AttnTempScale, AttnTempOffset float32
+	AttnTempFloor                 int
+	TempLayers                    []bool
+	// XIELU holds each block's xIELU parameters as ggml_xielu uses them:
+	// alpha_n, alpha_p, beta, eps (apertus).
+	XIELU [][4]float32
 
 	arch *archInfo
 	// rope is the rotation the layers use: the architecture's, or NeoX
@@ -210,6 +230,35 @@ func (r *kvReader) u32OrArr(key string, dst *int, n int, required bool) error {
 	}
 	*dst = int(xs[0])
 	return nil
+}
+
+// f32OrArr reads a per-layer float given as one float32 or an array of n
+// float32 (llama_model_loader::get_key_or_arr, required).
+func (r *kvReader) f32OrArr(key string, n int) ([]float32, error) {
+	v, ok := r.md.KV(key)
+	if !ok {
+		return nil, fmt.Errorf("%w: key not found in model: %s", ErrMetadata, key)
+	}
+	out := make([]float32, n)
+	if !v.IsArray() {
+		var x float32
+		if _, err := r.f32(key, &x, true); err != nil {
+			return nil, err
+		}
+		for i := range out {
+			out[i] = x
+		}
+		return out, nil
+	}
+	if v.ElemType() != gguf.TypeFloat32 {
+		return nil, fmt.Errorf("%w: %s has wrong array element type %s", ErrMetadata, key, v.ElemType())
+	}
+	xs, _ := v.Any().([]float32)
+	if len(xs) != n {
+		return nil, fmt.Errorf("%w: key %s has wrong array length; expected %d, got %d", ErrMetadata, key, n, len(xs))
+	}
+	copy(out, xs)
+	return out, nil
 }
 
 // maxLayers is LLAMA_MAX_LAYERS; maxDim bounds every other count so that
@@ -425,6 +474,9 @@ func (c *Config) readExpertWidths(r *kvReader) error {
 			c.FFExp = c.FF / c.ExpertsUsed
 		}
 	}
+	if c.arch.moe.kind == moeLlama4 {
+		c.FFShared = c.FFExp // load_arch_tensors: n_ff_shexp = n_ff_exp
+	}
 	if c.arch.moe.kind == moeShared {
 		c.FFShared = c.FF
 		if _, err := r.u32(r.key(gguf.SuffixExpertSharedFFLength), &c.FFShared, false); err != nil {
@@ -531,6 +583,12 @@ func (c *Config) deriveRope() error {
 	}
 	c.RopeAttnFactor *= attn
 	return nil
+}
+
+// moeLayer reports whether block il routes its FFN through experts (after
+// the DenseLead leading dense blocks, every MoEStep-th block).
+func (c *Config) moeLayer(il int) bool {
+	return c.Experts > 0 && il >= c.DenseLead && (c.MoEStep == 0 || (il+1)%c.MoEStep == 0)
 }
 
 // Derived widths: all query heads, all key and value heads, the output of

@@ -138,6 +138,16 @@ func TestFamilies(t *testing.T) {
 		{"qwen25vl", "qwen2vl", 1e-6, nil, nil},
 		{"qwen3vl", "qwen3vl", 1e-6, nil, nil},
 		{"qwen3vlmoe", "qwen3vlmoe", 1e-6, nil, nil},
+		// Llama 4 (Maverick's text model): MoE every second block with
+		// sigmoid routing applied to the input and an ungated shared
+		// expert, dense blocks between, a NoPE block (with temperature
+		// tuning) every fourth, L2-normalised Q/K, chunked attention.
+		{"llama4text", "llama4", 1e-6, nil, nil},
+		// Mistral Small 3.1's text tower: llama's graph.
+		{"mistral3", "mistral3", 1e-6, nil, nil},
+		// Apertus: xIELU from the xielu.* metadata the converter reads off
+		// the tensors, per-head Q/K norms before NEOX RoPE, llama3 factors.
+		{"apertus", "apertus", 1e-6, nil, nil},
 		// ggml evaluates GELU through an fp16 table (GGML_GELU_FP16): about 1e-5
 		// of the largest logit for gemma's GeGLU, more for the others (measured:
 		// gemma 1.3e-5, gemma2 6.1e-5, gemma3 1.7e-5, starcoder2 1.6e-4, gpt2

@@ -35,6 +35,7 @@ type Model struct {
 
 // layer holds one block's weights; nil means the model has no such tensor.
 type layer struct {
+	index               int // the block number
 	attnNorm, attnNormB []float32
 	wq, wk, wv, wqkv    *matrix
 	bq, bk, bv, bqkv    []float32
@@ -193,6 +194,7 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 	m.layers = make([]layer, cfg.Layers)
 	for il := range m.layers {
 		ly := &m.layers[il]
+		ly.index = il
 		b := func(s string) string { return fmt.Sprintf("blk.%d.%s", il, s) }
 		set(&ly.attnNorm, b("attn_norm.weight"))
 		set(&ly.attnNormB, b("attn_norm.bias"))

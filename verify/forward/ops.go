@@ -22,6 +22,28 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 	}
 }
 
+// xielu is ggml's op_xielu (alpha_n and alpha_p as ggml_xielu passes them).
+func xielu(x, alphaN, alphaP, beta, eps float32) float32 {
+	if x > 0 {
+		return alphaP*x*x + beta*x
+	}
+	m := min(x, eps)
+	return (float32(math.Expm1(float64(m)))-x)*alphaN + beta*x
+}
+
+// rmsNormPlain is rmsNorm without a weight (ggml_rms_norm alone).
+func rmsNormPlain(dst, x []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	mean := float32(sum / float64(len(x)))
+	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+	for i, v := range x {
+		dst[i] = v * scale
+	}
+}
+
 // layerNorm writes (x − mean) / sqrt(var + eps) · w + b to dst (ggml_norm,
 // ggml_mul, ggml_add); the mean and variance are summed in double.
 func layerNorm(dst, x, w, b []float32, eps float32) {

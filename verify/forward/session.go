@@ -252,7 +252,8 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 			}
 		}
 	}
-	if c.rope != ropeNone && (!c.arch.ropeSWAOnly || c.SWA[il]) {
+	noRope := c.NoRope != nil && c.NoRope[il]
+	if c.rope != ropeNone && (!c.arch.ropeSWAOnly || c.SWA[il]) && !noRope {
 		base, scale := c.RopeBase, c.RopeFreqScale
 		if c.SWA[il] {
 			base, scale = c.RopeBaseSWA, c.RopeFreqScaleSWA
@@ -265,6 +266,27 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 			}
 			for hd := 0; hd < c.HeadsKV; hd++ {
 				rope(k[t][hd*c.HeadDimK:], cache, c.Rot, c.rope)
+			}
+		}
+	}
+	if c.L2QK && !noRope {
+		// Llama4TextL2Norm: ggml_rms_norm without a weight, per head.
+		for _, x := range [][][]float32{q, k} {
+			for t := range x {
+				for off := 0; off < len(x[t]); off += c.HeadDimK {
+					seg := x[t][off : off+c.HeadDimK]
+					rmsNormPlain(seg, seg, c.NormEps)
+				}
+			}
+		}
+	}
+	if c.TempLayers != nil && c.TempLayers[il] {
+		// build_inp_attn_scale.
+		for t, r := range q {
+			pos := float64(s.n + t)
+			sc := float32(math.Log(math.Floor((pos+float64(c.AttnTempOffset))/float64(c.AttnTempFloor))+1)*float64(c.AttnTempScale) + 1)
+			for i := range r {
+				r[i] *= sc
 			}
 		}
 	}
@@ -360,6 +382,17 @@ func (s *Session) ffn(ctx context.Context, ly *layer, h, out [][]float32) error 
 				r[i] = gelu(x)
 			}
 		}
+	case ffnXIELU:
+		act = rows(T, c.FF)
+		if err := s.mul(ctx, ly.up, ly.bUp, h, act); err != nil {
+			return err
+		}
+		p := c.XIELU[ly.index]
+		for _, r := range act {
+			for i, x := range r {
+				r[i] = xielu(x, p[0], p[1], p[2], p[3])
+			}
+		}
 	case ffnSwiGLUFused:
 		both := rows(T, 2*c.FF)
 		if err := s.mul(ctx, ly.up, ly.bUp, h, both); err != nil {
@@ -397,7 +430,10 @@ func (s *Session) attention(ctx context.Context, il int, q, out [][]float32) err
 		t, hd := task/c.Heads, task%c.Heads
 		pos := s.n + t
 		lo := 0
-		if c.SWA[il] && c.SlidingWindow > 0 {
+		switch {
+		case c.SWA[il] && c.SlidingWindow > 0 && c.Chunked:
+			lo = pos / c.SlidingWindow * c.SlidingWindow // the chunk's start
+		case c.SWA[il] && c.SlidingWindow > 0:
 			lo = max(0, pos-c.SlidingWindow+1)
 		}
 		g := hd / group
@@ -483,6 +519,7 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 	}
 	sel := make([][]int, T)
 	weights := make([][]float32, T)
+	llama4 := c.arch.moe.kind == moeLlama4
 	for t, p := range probs {
 		if c.arch.moe.kind == moeOAI {
 			// SOFTMAX_WEIGHT: the top k of the logits, soft-max over them.
@@ -541,6 +578,14 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 		x := make([][]float32, len(toks))
 		for i, t := range toks {
 			x[i] = h[t]
+			if llama4 {
+				// weight_before_ffn: the expert sees its weighted input.
+				w := weights[t][slots[i]]
+				x[i] = make([]float32, len(h[t]))
+				for d, v := range h[t] {
+					x[i][d] = v * w
+				}
+			}
 		}
 		y := rows(len(toks), c.Embd)
 		var err error
@@ -553,9 +598,11 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 			return err
 		}
 		for i, t := range toks {
-			w := weights[t][slots[i]]
-			for d := range y[i] {
-				y[i][d] *= w
+			if !llama4 {
+				w := weights[t][slots[i]]
+				for d := range y[i] {
+					y[i][d] *= w
+				}
 			}
 			results[t][slots[i]] = y[i]
 		}
