@@ -70,6 +70,7 @@ const (
 	VocabGemma3        VocabKind = "gemma3"        // Gemma3Model.set_vocab
 	VocabPhi3          VocabKind = "phi3"          // Phi3MiniModel.set_vocab
 	VocabBert          VocabKind = "bert"          // BertModel.set_vocab (WordPiece)
+	VocabErnie4_5      VocabKind = "ernie4_5"      // Ernie4_5Model.set_vocab
 )
 
 // Model is one model class of the converter bound to a model's hparams.

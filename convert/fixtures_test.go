@@ -83,6 +83,7 @@ var aliasesWithoutFixture = map[string]string{
 	"Qwen3Model":                    "Qwen3ForCausalLM",
 	"BertForSequenceClassification": "BertModel",
 	"LFM2ForCausalLM":               "Lfm2ForCausalLM",
+	"Ernie4_5_ForCausalLM":          "Ernie4_5ForCausalLM",
 }
 
 func TestFixtures(t *testing.T) {

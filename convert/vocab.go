@@ -20,6 +20,7 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabGemma3:        load.Gemma3,
 	arch.VocabPhi3:          load.Phi3,
 	arch.VocabBert:          load.Bert,
+	arch.VocabErnie4_5:      load.Ernie4_5,
 }
 
 // vocab returns the tokenizer metadata (set_vocab).
