@@ -1115,7 +1115,9 @@ FIXTURES["seedoss"] = dict(
 #   post_save(root, spec)  rewrites the saved weights in the fixture folder (e.g. FP8 block-quantized
 #                          or MXFP4 tensors as the real checkpoint stores them);
 #   logits_from            the fixture whose logits stand for this one (the same weights stored another
-#                          way), or False for none; default: computed from this fixture's folder.
+#                          way), or False for none; default: computed from this fixture's folder;
+#   make_weights(root, spec)  writes the weights itself instead of transformers (remote-code models that
+#                          transformers has no class for: the real tensor names, written with safetensors).
 import glob as _glob
 for _fn in sorted(_glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "*.py"))):
     with open(_fn, encoding="utf-8") as _f:
@@ -1239,6 +1241,11 @@ def build(out, name):
         write_json(os.path.join(root, rel), obj)
     for rel, obj in spec.get("tokenizer_overrides", {}).items():
         write_json(os.path.join(root, "tokenizer-override", rel), obj)
+
+    if spec.get("make_weights"):
+        spec["make_weights"](root, spec)
+        write_manifest(out, name)
+        return
 
     cfg = transformers.AutoConfig.from_pretrained(root)
     model_cls = getattr(transformers, spec["cls"])
