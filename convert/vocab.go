@@ -45,5 +45,10 @@ func (j *job) vocab() ([]gguf.KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("convert: %s: tokenizer: %w", j.model.Root, err)
 	}
+	if a, ok := j.plugin.(arch.VocabAdjuster); ok {
+		if kvs, err = a.AdjustVocab(kvs); err != nil {
+			return nil, fmt.Errorf("convert: %s: tokenizer: %w", j.model.Root, err)
+		}
+	}
 	return kvs, nil
 }
