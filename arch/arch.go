@@ -108,6 +108,7 @@ const (
 	VocabGLM           VocabKind = "glm"           // _set_vocab_glm (Glm4MoeModel)
 	VocabInternLM2     VocabKind = "internlm2"     // InternLM2Model.set_vocab
 	VocabInternLM3     VocabKind = "internlm3"     // InternLM3Model.set_vocab
+	VocabErnie4_5      VocabKind = "ernie4_5"      // Ernie4_5Model.set_vocab
 )
 
 // Model is one model class of the converter bound to a model's hparams.

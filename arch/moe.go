@@ -9,6 +9,10 @@ import "fmt"
 // Dots1Model, Ernie4_5MoeModel) repeat.
 type mlpExperts struct {
 	stacker *expertStacker
+	// wids is the order the stacked projections are written in: the
+	// model class's loop order (down, gate, up when nil; Ernie4_5MoeModel
+	// writes gate, up, down).
+	wids []string
 }
 
 // add holds one expert tensor of block bid; countKeys are the hparams the
@@ -19,7 +23,11 @@ func (e *mlpExperts) add(t *text, in Input, bid int, countKeys ...string) ([]Out
 		if err != nil {
 			return nil, err
 		}
-		e.stacker = newExpertStacker(n, t.blocks, []string{"down_proj", "gate_proj", "up_proj"}, t.names)
+		wids := e.wids
+		if wids == nil {
+			wids = []string{"down_proj", "gate_proj", "up_proj"}
+		}
+		e.stacker = newExpertStacker(n, t.blocks, wids, t.names)
 	}
 	return e.stacker.add(in, nil, bid, func(bid, xid int, wid string) string {
 		return fmt.Sprintf("model.layers.%d.mlp.experts.%d.%s.weight", bid, xid, wid)

@@ -98,6 +98,7 @@ var aliasesWithoutFixture = map[string]string{
 	"Qwen3_5MoeForCausalLM": "Qwen3_5MoeForConditionalGeneration",
 	"Gemma4ForCausalLM":     "Gemma4ForConditionalGeneration",
 	"Gemma3nForCausalLM":    "Gemma3nForConditionalGeneration",
+	"Ernie4_5_ForCausalLM":  "Ernie4_5ForCausalLM",
 }
 
 func TestFixtures(t *testing.T) {

@@ -26,6 +26,7 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabGLM:           load.GLM,
 	arch.VocabInternLM2:     load.InternLM2,
 	arch.VocabInternLM3:     load.InternLM3,
+	arch.VocabErnie4_5:      load.Ernie4_5,
 }
 
 // vocab returns the tokenizer metadata (set_vocab).
@@ -49,6 +50,11 @@ func (j *job) vocab() ([]gguf.KV, error) {
 	kvs, err := f(j.model.Root, opts)
 	if err != nil {
 		return nil, fmt.Errorf("convert: %s: tokenizer: %w", j.model.Root, err)
+	}
+	if a, ok := j.plugin.(arch.VocabAdjuster); ok {
+		if kvs, err = a.AdjustVocab(kvs); err != nil {
+			return nil, fmt.Errorf("convert: %s: tokenizer: %w", j.model.Root, err)
+		}
 	}
 	return kvs, nil
 }

@@ -1117,7 +1117,7 @@ FIXTURES["seedoss"] = dict(
 #   write_weights(root, spec)  writes the weights itself instead of transformers (remote-code models
 #                          without a transformers class; needs logits_from=False);
 #   logits_from            the fixture whose logits stand for this one (the same weights stored another
-#                          way), or False for none; default: computed from this fixture's folder.
+#                          way), or False for none; default: computed from this fixture's folder;
 import glob as _glob
 for _fn in sorted(_glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "*.py"))):
     with open(_fn, encoding="utf-8") as _f:

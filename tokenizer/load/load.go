@@ -384,3 +384,27 @@ func Gemma4(dir string, opts Options) ([]gguf.KV, error) {
 	}
 	return kvs, err
 }
+
+// Ernie4_5 is Ernie4_5Model.set_vocab (conversion/ernie.py), also
+// Ernie4_5MoeModel's: SentencePiece, then, when tokenizer_config.json has
+// an add_prefix_space key, add_space_prefix set to it. gguf-py packs the
+// value with struct's "?" format, which takes any value's truth: a null
+// is written as false.
+func Ernie4_5(dir string, opts Options) ([]gguf.KV, error) {
+	return run(dir, opts, func(f *folder, l *kvList, opts Options) error {
+		if err := sentencePiece(f, l, opts); err != nil {
+			return err
+		}
+		if !f.isFile("tokenizer_config.json") {
+			return nil
+		}
+		tc, err := f.jsonObject("tokenizer_config.json")
+		if err != nil {
+			return err
+		}
+		if x, ok := tc["add_prefix_space"]; ok {
+			l.boolean(gguf.KeyTokenizerAddSpacePrefix, truthy(x))
+		}
+		return nil
+	})
+}
