@@ -40,7 +40,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			convertCommand(),
 			inspectCommand(),
+			mergeCommand(),
 			quantizeCommand(),
+			splitCommand(),
 			tokenizeCommand(),
 			verifyCommand(),
 		},
