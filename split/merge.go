@@ -141,22 +141,8 @@ func splitCount(f *ggufread.File) (int, error) {
 // Merge writes the planned merge to out (atomically: nothing is left on
 // failure), copying each tensor's bytes from its shard.
 func Merge(ctx context.Context, m *Merged, out string, opts MergeOptions) error {
-	w, err := writer.Create(ctx, out, writer.Options{Overwrite: opts.Overwrite, ByteOrder: m.order})
+	w, err := startFile(ctx, out, writer.Options{Overwrite: opts.Overwrite, ByteOrder: m.order}, m.KVs, m.Tensors)
 	if err != nil {
-		return err
-	}
-	for _, kv := range m.KVs {
-		w.SetKV(kv.Key, kv.Value)
-	}
-	for _, t := range m.Tensors {
-		wt := written(t, 0)
-		if err := w.AddTensor(wt.Name, wt.Type, wt.Shape); err != nil {
-			w.Abort()
-			return err
-		}
-	}
-	if err := w.Start(); err != nil {
-		w.Abort()
 		return err
 	}
 	for s, path := range m.Shards {

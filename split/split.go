@@ -202,22 +202,8 @@ func Write(ctx context.Context, in *ggufread.File, shards []Shard, overwrite boo
 // writeShard writes one file whose tensors are copied from src, the file
 // in was read from.
 func writeShard(ctx context.Context, in *ggufread.File, src *os.File, sh Shard, overwrite bool) error {
-	w, err := writer.Create(ctx, sh.Path, writer.Options{Overwrite: overwrite, ByteOrder: byteOrder(in)})
+	w, err := startFile(ctx, sh.Path, writer.Options{Overwrite: overwrite, ByteOrder: byteOrder(in)}, sh.KVs, sh.Tensors)
 	if err != nil {
-		return err
-	}
-	for _, kv := range sh.KVs {
-		w.SetKV(kv.Key, kv.Value)
-	}
-	for _, t := range sh.Tensors {
-		wt := written(t, 0)
-		if err := w.AddTensor(wt.Name, wt.Type, wt.Shape); err != nil {
-			w.Abort()
-			return err
-		}
-	}
-	if err := w.Start(); err != nil {
-		w.Abort()
 		return err
 	}
 	for _, t := range sh.Tensors {
@@ -227,6 +213,31 @@ func writeShard(ctx context.Context, in *ggufread.File, src *os.File, sh Shard, 
 		}
 	}
 	return w.Close()
+}
+
+// startFile creates path with these pairs and tensor infos, its header
+// written and its tensors ready to be copied in (the caller Aborts or
+// Closes it).
+func startFile(ctx context.Context, path string, opts writer.Options, kvs []gguf.KV, tensors []gguf.TensorInfo) (*writer.Writer, error) {
+	w, err := writer.Create(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range kvs {
+		w.SetKV(kv.Key, kv.Value)
+	}
+	for _, t := range tensors {
+		wt := written(t, 0)
+		if err := w.AddTensor(wt.Name, wt.Type, wt.Shape); err != nil {
+			w.Abort()
+			return nil, err
+		}
+	}
+	if err := w.Start(); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return w, nil
 }
 
 // copyTensor copies a tensor's bytes from src at off into w.

@@ -685,18 +685,30 @@ func glm4moeHparams(c *Config, r *kvReader) error {
 	if err := readNextN(c, r); err != nil {
 		return err
 	}
-	if _, err := r.u32(r.key("expert_shared_count"), &c.ExpertShared, true); err != nil {
+	if err := readRouting(c, r, 2); err != nil {
 		return err
 	}
-	if c.ExpertShared < 0 || c.ExpertShared > maxDim/max(c.FFExp, 1) {
-		return fmt.Errorf("%w: %d shared experts of width %d", ErrMetadata, c.ExpertShared, c.FFExp)
+	if c.ExpertGating != 2 {
+		return fmt.Errorf("%w: %s expert gating function %d (only sigmoid)", ErrUnsupported, c.Arch, c.ExpertGating)
+	}
+	if c.ExpertShared < 0 || c.ExpertShared > maxDim/max(c.FFExp, 1) || c.DenseLead > c.Layers {
+		return fmt.Errorf("%w: %d shared experts of width %d, %d leading dense blocks of %d",
+			ErrMetadata, c.ExpertShared, c.FFExp, c.DenseLead, c.Layers)
 	}
 	c.FFShared = c.ExpertShared * c.FFExp
+	return nil
+}
+
+// readRouting reads the routed-expert keys deepseek2 and glm4moe share:
+// the leading dense blocks, the shared expert count (required), the
+// selected weights' scale (0: none) and renormalisation, and the gating
+// function (1 soft-max, 2 sigmoid; def where the file gives none or 0).
+func readRouting(c *Config, r *kvReader, def int) error {
 	if _, err := r.u32(r.key("leading_dense_block_count"), &c.DenseLead, false); err != nil {
 		return err
 	}
-	if c.DenseLead > c.Layers {
-		return fmt.Errorf("%w: %d leading dense blocks of %d", ErrMetadata, c.DenseLead, c.Layers)
+	if _, err := r.u32(r.key("expert_shared_count"), &c.ExpertShared, true); err != nil {
+		return err
 	}
 	c.ExpertWeightsScale = 0
 	if _, err := r.f32(r.key("expert_weights_scale"), &c.ExpertWeightsScale, false); err != nil {
@@ -705,15 +717,12 @@ func glm4moeHparams(c *Config, r *kvReader) error {
 	if _, err := r.boolean(r.key("expert_weights_norm"), &c.ExpertWeightsNorm, false); err != nil {
 		return err
 	}
-	c.ExpertGating = 2 // LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID unless given
+	c.ExpertGating = 0
 	if _, err := r.u32(r.key("expert_gating_func"), &c.ExpertGating, false); err != nil {
 		return err
 	}
 	if c.ExpertGating == 0 {
-		c.ExpertGating = 2
-	}
-	if c.ExpertGating != 2 {
-		return fmt.Errorf("%w: %s expert gating function %d (only sigmoid)", ErrUnsupported, c.Arch, c.ExpertGating)
+		c.ExpertGating = def
 	}
 	return nil
 }
@@ -831,7 +840,12 @@ func deepseek2Hparams(c *Config, r *kvReader) error {
 		return err
 	}
 	lite := c.Layers == 27 || c.Layers == 26 || (c.Layers == 48 && c.Vocab == 128256)
-	if _, err := r.u32(r.key("leading_dense_block_count"), &c.DenseLead, false); err != nil {
+	// Soft-max unless given, but sigmoid for GLM-4.7-Flash's shape.
+	gating := 1
+	if (c.Layers == 47 || c.Layers == 48) && c.Vocab == 154880 {
+		gating = 2
+	}
+	if err := readRouting(c, r, gating); err != nil {
 		return err
 	}
 	if !lite {
@@ -849,25 +863,6 @@ func deepseek2Hparams(c *Config, r *kvReader) error {
 	}
 	if _, err := r.u32(r.key("attention.value_length_mla"), &c.HeadDimVMLA, false); err != nil {
 		return err
-	}
-	if _, err := r.u32(r.key("expert_shared_count"), &c.ExpertShared, true); err != nil {
-		return err
-	}
-	c.ExpertWeightsScale = 0
-	if _, err := r.f32(r.key("expert_weights_scale"), &c.ExpertWeightsScale, false); err != nil {
-		return err
-	}
-	if _, err := r.boolean(r.key("expert_weights_norm"), &c.ExpertWeightsNorm, false); err != nil {
-		return err
-	}
-	if _, err := r.u32(r.key("expert_gating_func"), &c.ExpertGating, false); err != nil {
-		return err
-	}
-	if c.ExpertGating == 0 {
-		c.ExpertGating = 1
-		if (c.Layers == 47 || c.Layers == 48) && c.Vocab == 154880 {
-			c.ExpertGating = 2
-		}
 	}
 	if c.ExpertGating != 1 && c.ExpertGating != 2 {
 		return fmt.Errorf("%w: expert gating function %d", ErrUnsupported, c.ExpertGating)
