@@ -101,21 +101,8 @@ func internLM2(f *folder, l *kvList, opts Options) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range decoder {
-		if err := set(f.path("tokenizer_config.json"), d.id, d.content, d.raw["special"]); err != nil {
-			return err
-		}
-	}
-	tok, err := f.tokenizerJSON()
-	if err != nil {
+	if err := eachAddedToken(f, decoder, set); err != nil {
 		return err
-	}
-	if tok != nil {
-		for _, a := range tok.AddedTokens {
-			if err := set(tok.File, a.ID, a.Content, a.Special); err != nil {
-				return err
-			}
-		}
 	}
 	t.writeLlama(l, "llama")
 	l.boolean(gguf.KeyTokenizerAddSpacePrefix, m.AddDummyPrefix)

@@ -269,24 +269,33 @@ func phi3(f *folder, l *kvList, opts Options) error {
 		t.set(id, content, -1000, typ)
 		return nil
 	}
+	if err := eachAddedToken(f, decoder, setAdded); err != nil {
+		return err
+	}
+	t.writeLlama(l, "llama")
+	return addSpecialVocab(f, l, false, len(t.tokens))
+}
+
+// eachAddedToken calls set for every entry of tokenizer_config.json's
+// added_tokens_decoder (decoder), then for every added token of
+// tokenizer.json, as the SentencePiece routines that rewrite added tokens
+// visit them (file names the file the entry comes from).
+func eachAddedToken(f *folder, decoder []decoderEntry, set func(file string, id int, content string, special any) error) error {
 	for _, d := range decoder {
-		if err := setAdded(f.path("tokenizer_config.json"), d.id, d.content, d.raw["special"]); err != nil {
+		if err := set(f.path("tokenizer_config.json"), d.id, d.content, d.raw["special"]); err != nil {
 			return err
 		}
 	}
 	tok, err := f.tokenizerJSON()
-	if err != nil {
+	if err != nil || tok == nil {
 		return err
 	}
-	if tok != nil {
-		for _, a := range tok.AddedTokens {
-			if err := setAdded(tok.File, a.ID, a.Content, a.Special); err != nil {
-				return err
-			}
+	for _, a := range tok.AddedTokens {
+		if err := set(tok.File, a.ID, a.Content, a.Special); err != nil {
+			return err
 		}
 	}
-	t.writeLlama(l, "llama")
-	return addSpecialVocab(f, l, false, len(t.tokens))
+	return nil
 }
 
 // t5 is T5Model.set_vocab (conversion/t5.py L27-119).
