@@ -94,11 +94,7 @@ func (m *gemma3n) Params(ft gguf.FileType) ([]gguf.KV, error) {
 	if err != nil {
 		return nil, err
 	}
-	swa := make([]bool, len(types))
-	for i, t := range types {
-		swa[i] = t == "sliding_attention"
-	}
-	k.l.Set(k.key("attention.sliding_window_pattern"), gguf.Array(swa))
+	k.l.Set(k.key("attention.sliding_window_pattern"), gguf.Array(slidingPattern(types)))
 	return k.l.KVs(), nil
 }
 

@@ -161,10 +161,7 @@ func (m *gemma4) Params(ft gguf.FileType) ([]gguf.KV, error) {
 	if err != nil {
 		return nil, err
 	}
-	swa := make([]bool, len(types))
-	for i, t := range types {
-		swa[i] = t == "sliding_attention"
-	}
+	swa := slidingPattern(types)
 	k.l.Set(k.key("attention.sliding_window_pattern"), gguf.Array(swa))
 
 	hdFull, err := m.fullHeadDim(types)

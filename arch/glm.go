@@ -39,26 +39,6 @@ func (t *text) partialRopeDims(dims int64) (int64, error) {
 	return int64(r), nil
 }
 
-// headDimOrSplit is hparams.get("head_dim"), else hidden_size //
-// num_attention_heads (Glm4Model and Glm4MoeModel's rope dimension base).
-func headDimOrSplit(h HParams) (int64, error) {
-	if d, ok, err := h.Int("head_dim"); err != nil || ok {
-		return d, err
-	}
-	hidden, err := h.MustInt("hidden_size")
-	if err != nil {
-		return 0, err
-	}
-	heads, err := h.MustInt("num_attention_heads")
-	if err != nil {
-		return 0, err
-	}
-	if heads <= 0 {
-		return 0, &ConfigError{Key: "num_attention_heads", Value: heads, Msg: "is not a head count"}
-	}
-	return floorDiv(hidden, heads), nil
-}
-
 // chatGLM is ChatGLMModel: its own hyperparameter keys (ChatGLM's
 // seq_length, ffn_hidden_size, multi_query_group_num, layernorm_epsilon,
 // rope_ratio, with fallbacks that make transformers' Glm config usable), no
@@ -210,7 +190,7 @@ func (m *glm4) Params(ft gguf.FileType) ([]gguf.KV, error) {
 // addPartialRopeDims writes int((head_dim or hidden // heads) × the
 // partial rotary factor) as the rope dimension count.
 func (t *text) addPartialRopeDims(k *kv) error {
-	d, err := headDimOrSplit(t.h)
+	d, err := headDim(t.h)
 	if err != nil {
 		return err
 	}

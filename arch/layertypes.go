@@ -136,3 +136,13 @@ func vHeadOrder(nK, perK, dim int64) []int64 {
 	}
 	return order
 }
+
+// slidingPattern is the converter's [t == "sliding_attention" for t in
+// layer_types]: the attention.sliding_window_pattern array.
+func slidingPattern(types []string) []bool {
+	swa := make([]bool, len(types))
+	for i, t := range types {
+		swa[i] = t == "sliding_attention"
+	}
+	return swa
+}

@@ -66,7 +66,8 @@ func (m *llama) Params(ft gguf.FileType) ([]gguf.KV, error) {
 	return k.l.KVs(), nil
 }
 
-// headDim is head_dim, else hidden_size / num_attention_heads.
+// headDim is hparams.get("head_dim"), else hidden_size //
+// num_attention_heads (Python's floor division).
 func headDim(h HParams) (int64, error) {
 	if d, ok, err := h.Int("head_dim"); err != nil || ok {
 		return d, err
@@ -82,7 +83,7 @@ func headDim(h HParams) (int64, error) {
 	if heads <= 0 {
 		return 0, &ConfigError{Key: "num_attention_heads", Value: heads, Msg: "is not a head count"}
 	}
-	return hidden / heads, nil
+	return floorDiv(hidden, heads), nil
 }
 
 // Modify permutes Q and K for llama.cpp's rotary layout, stacks Mixtral's
