@@ -268,10 +268,13 @@ func sameContent(t *testing.T, in *ggufread.File, path string) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	if len(out.KVs) != len(in.KVs) {
-		t.Fatalf("%d keys, the input has %d", len(out.KVs), len(in.KVs))
+	// A shard given as input loses its own split.* keys: the split
+	// overwrites them (as llama-gguf-split does) and the merge drops them.
+	want := withoutSplitKeys(in.KVs)
+	if len(out.KVs) != len(want) {
+		t.Fatalf("%d keys, the input has %d besides split.*", len(out.KVs), len(want))
 	}
-	for i, kv := range in.KVs {
+	for i, kv := range want {
 		if out.KVs[i].Key != kv.Key || !out.KVs[i].Value.Equal(kv.Value) {
 			t.Fatalf("key #%d: %s, the input has %s", i, out.KVs[i].Key, kv.Key)
 		}
@@ -295,6 +298,64 @@ func sameContent(t *testing.T, in *ggufread.File, path string) {
 		if !bytes.Equal(a, b) {
 			t.Fatalf("tensor %s: data differs", ti.Name)
 		}
+	}
+}
+
+func withoutSplitKeys(kvs []gguf.KV) []gguf.KV {
+	var out []gguf.KV
+	for _, kv := range kvs {
+		switch kv.Key {
+		case gguf.KeySplitNo, gguf.KeySplitCount, gguf.KeySplitTensorsCount:
+		default:
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// TestSharedSplitSet: the reference data's llama-gguf-split set of
+// tiny-llama (--split-max-tensors 10, its command in logs/) is what split
+// writes from the same file, and merging it without the split keys gives
+// that file back.
+func TestSharedSplitSet(t *testing.T) {
+	shared := os.Getenv("GGUFKIT_SHARED")
+	if shared == "" {
+		t.Skip("GGUFKIT_SHARED not set (.ci/run sets it to ../shared)")
+	}
+	ref := filepath.Join(shared, "reference/tiny-llama")
+	src := filepath.Join(ref, "gguf/tiny-llama-F32.gguf")
+	in, err := ggufread.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	dir := t.TempDir()
+	shards, err := split.Plan(in, filepath.Join(dir, "tiny-llama-F32"), split.Options{MaxTensors: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := split.Write(context.Background(), in, shards, false); err != nil {
+		t.Fatal(err)
+	}
+	if len(shards) != 3 {
+		t.Fatalf("%d shards, llama-gguf-split wrote 3", len(shards))
+	}
+	for _, s := range shards {
+		want := filepath.Join(ref, "quantized/split", filepath.Base(s.Path))
+		if sum(t, s.Path) != sum(t, want) {
+			t.Errorf("%s differs from llama-gguf-split's", filepath.Base(s.Path))
+		}
+	}
+	m, err := split.PlanMerge(filepath.Join(ref, "quantized/split/tiny-llama-F32-00001-of-00003.gguf"), split.MergeOptions{DropSplitKeys: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "merged.gguf")
+	if err := split.Merge(context.Background(), m, out, split.MergeOptions{DropSplitKeys: true}); err != nil {
+		t.Fatal(err)
+	}
+	if sum(t, out) != sum(t, src) {
+		t.Error("merging the reference set without split keys does not give tiny-llama-F32.gguf back")
 	}
 }
 

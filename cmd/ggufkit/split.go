@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ggufkit/ggufkit/gguf"
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 	"github.com/ggufkit/ggufkit/split"
 )
@@ -49,11 +50,16 @@ func splitCommand() *cli.Command {
 				return err
 			}
 			defer in.Close()
+			out := c.App.Writer
+			if v, ok := in.KV(gguf.KeySplitCount); ok {
+				if n, _ := v.Int(); n > 1 {
+					fmt.Fprintf(c.App.ErrWriter, "ggufkit: warning: %s is one shard of a set of %d; its split keys are replaced (merge the set first to split the whole model)\n", c.Args().Get(0), n)
+				}
+			}
 			shards, err := split.Plan(in, c.Args().Get(1), opts)
 			if err != nil {
 				return err
 			}
-			out := c.App.Writer
 			fmt.Fprintf(out, "n_split: %d\n", len(shards))
 			for i, s := range shards {
 				fmt.Fprintf(out, "split %05d: n_tensors = %d, total_size = %dM\n", i+1, len(s.Tensors), (s.MetaSize+s.DataSize)/1000/1000)
