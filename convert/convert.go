@@ -29,6 +29,7 @@ import (
 	"github.com/ggufkit/ggufkit/quantize/mix"
 	"github.com/ggufkit/ggufkit/readers"
 	"github.com/ggufkit/ggufkit/readers/hf"
+	"github.com/ggufkit/ggufkit/readers/hub"
 	"github.com/ggufkit/ggufkit/requantize"
 	"github.com/ggufkit/ggufkit/writer"
 )
@@ -77,6 +78,10 @@ type Options struct {
 	// OnStart is called once the output is planned, with the number of
 	// tensors and the bytes of tensor data to write.
 	OnStart func(tensors int, bytes int64)
+	// Hub sets how a model named "hf:ORG/NAME[@REVISION]" is read from the
+	// Hugging Face Hub (see readers/hub); its zero value reads the
+	// environment.
+	Hub hub.Options
 }
 
 // TensorReport describes one converted tensor.
@@ -127,13 +132,29 @@ type job struct {
 	encoder func(typ gguf.Type, dst []byte, src []float32, ncols int) error
 }
 
-func open(path string, opts Options) (*job, error) {
-	if isGGUF(path) {
-		return nil, fmt.Errorf("convert: %s is already a GGUF file: use ggufkit quantize to change its types", path)
-	}
-	m, err := hf.Open(path)
-	if err != nil {
-		return nil, err
+func open(ctx context.Context, path string, opts Options) (*job, error) {
+	var m *hf.Model
+	var err error
+	if hub.IsSpec(path) {
+		spec, err := hub.ParseSpec(path)
+		if err != nil {
+			return nil, err
+		}
+		if m, err = hub.Open(ctx, spec, opts.Hub); err != nil {
+			return nil, err
+		}
+		if opts.OutFile == "" {
+			// The snapshot folder goes away with the model: the output
+			// goes to the working directory.
+			opts.OutFile = "."
+		}
+	} else {
+		if isGGUF(path) {
+			return nil, fmt.Errorf("convert: %s is already a GGUF file: use ggufkit quantize to change its types", path)
+		}
+		if m, err = hf.Open(path); err != nil {
+			return nil, err
+		}
 	}
 	if isLegacy(m) {
 		return openLegacy(m, opts)
@@ -218,7 +239,7 @@ func (j *job) guessFileType() gguf.FileType {
 // Face cache entry).
 func Run(ctx context.Context, path string, opts Options) (*Report, error) {
 	start := time.Now()
-	j, err := open(path, opts)
+	j, err := open(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}

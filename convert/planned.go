@@ -44,7 +44,7 @@ type PlannedTensor struct {
 func Plan(ctx context.Context, path string, opts Options) (*Planned, error) {
 	opts.OutType = "f32"
 	opts.VocabOnly = false // a plan always has its tensors
-	j, err := open(path, opts)
+	j, err := open(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}

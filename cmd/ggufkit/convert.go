@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,7 +25,8 @@ func convertCommand() *cli.Command {
 		Usage: "convert a checkpoint to GGUF like llama.cpp's converters (same bytes), or straight to a llama-quantize type",
 		ArgsUsage: "MODEL\n\n" +
 			"MODEL is a model folder, a weights file (.safetensors, .bin, .pth) or a Hugging Face cache entry\n" +
-			"(…/hub/models--org--name). A folder in Meta's original layout (consolidated.NN.pth + params.json +\n" +
+			"(…/hub/models--org--name), or hf:ORG/NAME[@REVISION] to read a Hugging Face Hub repository's safetensors by\n" +
+			"HTTP range requests without downloading them (HF_ENDPOINT, HF_TOKEN; files in the local HF cache are used). A folder in Meta's original layout (consolidated.NN.pth + params.json +\n" +
 			"tokenizer.model) is converted as convert_legacy_llama.py does. --outtype takes convert_hf_to_gguf.py's types (f32 f16 bf16 q8_0 tq1_0\n" +
 			"tq2_0 auto), any llama-quantize type (Q4_K_M, IQ4_XS …) or ggml type (ggml:Q5_K, MXFP4 …), quantized\n" +
 			"in one pass from the source with llama-quantize's mix rules.",
@@ -67,7 +69,7 @@ func runConvert(c *cli.Context) error {
 		return nil
 	}
 	if c.NArg() != 1 {
-		return cli.Exit("convert: expected one MODEL (a folder, a weights file or a Hugging Face cache entry)", 2)
+		return cli.Exit("convert: expected one MODEL (a folder, a weights file, a Hugging Face cache entry or hf:ORG/NAME)", 2)
 	}
 	maxSize, err := parseSplitSize(c.String("split-max-size"))
 	if err != nil {
@@ -100,6 +102,7 @@ func runConvert(c *cli.Context) error {
 	progress := newConvertProgress(c.App.ErrWriter, !c.Bool("quiet") && !verbose)
 	var mu sync.Mutex
 	opts.OnStart = func(_ int, bytes int64) { progress.start(bytes) }
+	opts.Hub.Progress = func(n int64) { progress.network.Add(n) }
 	opts.OnTensor = func(t convert.TensorReport) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -125,6 +128,9 @@ func runConvert(c *cli.Context) error {
 	}
 	fmt.Fprintf(w, "%s %s: %s, %d tensors, %s in %.2f s (%.0f MB/s), peak memory %s\n", verb,
 		strings.Join(rep.Outputs, ", "), rep.FileType, rep.Tensors, humanBytes(uint64(rep.Bytes)), secs, rate, humanBytes(peakRSS()))
+	if n := progress.network.Load(); n > 0 {
+		fmt.Fprintf(w, "read %s over the network (%.1f MB/s)\n", humanBytes(uint64(n)), float64(n)/1e6/max(secs, 1e-3))
+	}
 	return nil
 }
 
@@ -171,6 +177,8 @@ type convertProgress struct {
 	on    bool
 	done  int
 	total int64
+	// network counts the bytes read over HTTP (a hf: model).
+	network atomic.Int64
 }
 
 // start sets the bar's total (bytes of tensor data to write).
@@ -203,7 +211,11 @@ func (p *convertProgress) add(count int, bytes int64) {
 		)
 	}
 	p.done++
-	p.bar.Describe(fmt.Sprintf("tensor %d/%d", p.done, count))
+	desc := fmt.Sprintf("tensor %d/%d", p.done, count)
+	if n := p.network.Load(); n > 0 {
+		desc += fmt.Sprintf(", %s over the network", humanBytes(uint64(n)))
+	}
+	p.bar.Describe(desc)
 	_ = p.bar.Add64(bytes)
 }
 

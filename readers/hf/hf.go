@@ -48,10 +48,21 @@ type Model struct {
 	// TokenizerFiles maps each tokenizer file present (see TokenizerNames)
 	// to its path.
 	TokenizerFiles map[string]string
+	// cleanup, when set, runs after the weights are closed.
+	cleanup func() error
 }
 
-// Close releases the weights.
-func (m *Model) Close() error { return m.Source.Close() }
+// Close releases the weights (and, for a model opened with OpenSource, what
+// its cleanup releases).
+func (m *Model) Close() error {
+	err := m.Source.Close()
+	if m.cleanup != nil {
+		if cerr := m.cleanup(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
 
 // Open opens the model at path:
 //   - a folder: its safetensors weights (model.safetensors.index.json, else
@@ -96,17 +107,43 @@ func Open(path string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newModel(root, cfg, src, nil), nil
+}
+
+// OpenSource is Open for weights opened elsewhere (a checkpoint read over
+// HTTP, see readers/hub): root holds its configuration and tokenizer files,
+// and cleanup, when not nil, runs when the model is closed (after src is
+// closed, whether or not OpenSource succeeds).
+func OpenSource(root string, src readers.Source, cleanup func() error) (*Model, error) {
+	fail := func(err error) (*Model, error) {
+		src.Close()
+		if cleanup != nil {
+			cleanup()
+		}
+		return nil, err
+	}
+	if err := checkLFS(root, ""); err != nil {
+		return fail(err)
+	}
+	cfg, err := ReadConfig(root)
+	if err != nil {
+		return fail(err)
+	}
+	return newModel(root, cfg, src, cleanup), nil
+}
+
+func newModel(root string, cfg *Config, src readers.Source, cleanup func() error) *Model {
 	if filepath.Base(cfg.File) == ParamsName {
 		fillFromWeights(cfg, src)
 	}
-	m := &Model{Root: root, Source: src, Config: cfg, TokenizerFiles: map[string]string{}}
+	m := &Model{Root: root, Source: src, Config: cfg, TokenizerFiles: map[string]string{}, cleanup: cleanup}
 	for _, name := range TokenizerNames {
 		p := filepath.Join(root, name)
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
 			m.TokenizerFiles[name] = p
 		}
 	}
-	return m, nil
+	return m
 }
 
 // consolidatedShard matches the names of Meta's model-parallel shards.

@@ -108,9 +108,24 @@ func PartNames(dir string) ([]string, error) {
 // (llama.cpp's index_tensors reads safetensors names sorted). A name held
 // by two files is an error.
 func OpenFiles(root string, names []string) (*Source, error) {
+	return OpenFilesWith(root, names, localOpener(root))
+}
+
+// An Opener opens the safetensors file name of a model, relative to its
+// root: a local file (OpenFile) or one read some other way (NewFile over a
+// remote reader, see readers/hub).
+type Opener func(name string) (*File, error)
+
+// localOpener opens the files under root.
+func localOpener(root string) Opener {
+	return func(name string) (*File, error) { return OpenFile(filepath.Join(root, name)) }
+}
+
+// OpenFilesWith is OpenFiles with the files opened by open.
+func OpenFilesWith(root string, names []string, open Opener) (*Source, error) {
 	s := &Source{root: root, where: make(map[string]*File)}
 	for _, name := range names {
-		f, err := OpenFile(filepath.Join(root, name))
+		f, err := open(name)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -142,6 +157,17 @@ type index struct {
 // every tensor of a shard is in the index. A mismatch is an error wrapping
 // ErrIndex that lists the first few offenders.
 func OpenIndex(path string) (*Source, error) {
+	root := filepath.Dir(path)
+	exists := func(shard string) bool {
+		_, err := os.Stat(filepath.Join(root, shard))
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	return OpenIndexWith(path, localOpener(root), exists)
+}
+
+// OpenIndexWith is OpenIndex for an index file on disk whose shards are
+// opened by open; exists tells whether a shard is there.
+func OpenIndexWith(path string, open Opener, exists func(shard string) bool) (*Source, error) {
 	fail := func(err error, format string, args ...any) error {
 		return &Error{File: path, Offset: -1, Msg: fmt.Sprintf(format, args...), Err: err}
 	}
@@ -166,7 +192,6 @@ func OpenIndex(path string) (*Source, error) {
 	if idx.WeightMap == nil {
 		return nil, fail(ErrIndex, `index has no "weight_map" object`)
 	}
-	root := filepath.Dir(path)
 	var shards []string
 	for _, shard := range idx.WeightMap {
 		if !filepath.IsLocal(shard) {
@@ -178,14 +203,14 @@ func OpenIndex(path string) (*Source, error) {
 	shards = slices.Compact(shards)
 	var missing []string
 	for _, shard := range shards {
-		if _, err := os.Stat(filepath.Join(root, shard)); errors.Is(err, fs.ErrNotExist) {
+		if !exists(shard) {
 			missing = append(missing, shard)
 		}
 	}
 	if len(missing) > 0 {
 		return nil, fail(ErrIndex, "%d shard(s) named by the index are missing: %s", len(missing), list(missing))
 	}
-	s, err := OpenFiles(root, shards)
+	s, err := OpenFilesWith(filepath.Dir(path), shards, open)
 	if err != nil {
 		return nil, err
 	}
@@ -199,14 +224,18 @@ func OpenIndex(path string) (*Source, error) {
 // checkIndex compares the index's weight map with the opened shards.
 func (s *Source) checkIndex(weightMap map[string]string) error {
 	var notInShard, notInIndex []string
+	inFile := make(map[string]string, len(s.tensors))
+	for _, t := range s.tensors {
+		inFile[t.Name] = t.File
+	}
 	for _, name := range slices.Sorted(maps.Keys(weightMap)) {
 		shard := weightMap[name]
-		f, ok := s.where[name]
+		file, ok := inFile[name]
 		switch {
 		case !ok:
 			notInShard = append(notInShard, fmt.Sprintf("%q (in no shard; index says %s)", name, shard))
-		case f.path != filepath.Join(s.root, shard):
-			notInShard = append(notInShard, fmt.Sprintf("%q (in %s; index says %s)", name, filepath.Base(f.path), shard))
+		case filepath.Clean(file) != filepath.Clean(shard):
+			notInShard = append(notInShard, fmt.Sprintf("%q (in %s; index says %s)", name, file, shard))
 		}
 	}
 	for _, t := range s.tensors {
