@@ -35,8 +35,8 @@ type fakeHub struct {
 	// ranged counts the range requests for safetensors data, cuts the
 	// answers cut short.
 	ranged, cuts atomic.Int32
-	mu     sync.Mutex
-	seen   []string
+	mu           sync.Mutex
+	seen         []string
 }
 
 func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
