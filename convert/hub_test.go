@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,14 +34,9 @@ type fakeHub struct {
 	// ranged counts the range requests for safetensors data, cuts the
 	// answers cut short.
 	ranged, cuts atomic.Int32
-	mu           sync.Mutex
-	seen         []string
 }
 
 func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mu.Lock()
-	h.seen = append(h.seen, r.URL.Path)
-	h.mu.Unlock()
 	if h.token != "" && r.Header.Get("Authorization") != "Bearer "+h.token && !strings.HasPrefix(r.URL.Path, "/cdn/") {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
