@@ -62,6 +62,10 @@ func TestFixtures(t *testing.T) {
 		{"gemma4moe", "Experts beside a dense MLP"},
 		{"llama4text", "Routed and shared experts, every second block"},
 		{"mistral3", "Once upon a time in a small town"},
+		// Issue 15's attention + MLP/MoE families (fwd-a).
+		{"granitemoeshared", "Scaled embeddings, residuals and logits"},
+		{"ernie4_5moe", "A dense block, then biased routing and a shared expert"},
+		{"exaone4", "No pre-norms, only post-norms"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

@@ -34,6 +34,7 @@ const (
 	ffnGELU                       // down(gelu(up(x))), with biases
 	ffnSwiGLUFused                // down(silu(a) · b), [a | b] = up(x) (phi3's gate_up)
 	ffnXIELU                      // down(xielu(up(x))) with per-block parameters (apertus)
+	ffnReLU2                      // down(relu(up(x))²), no gate (arcee's LLM_FFN_RELU_SQR)
 )
 
 const (
@@ -63,10 +64,12 @@ const (
 type moeInfo struct {
 	kind     moeKind
 	required bool // the architecture refuses n_expert = 0
+	// plainW: build_moe_ffn's norm_w is false for this moeLlama (olmoe).
+	plainW bool
 }
 
 // normW reports whether the top-k weights are renormalised to sum to 1.
-func (m moeInfo) normW() bool { return m.kind == moeLlama || m.kind == moeNormed }
+func (m moeInfo) normW() bool { return (m.kind == moeLlama || m.kind == moeNormed) && !m.plainW }
 
 // normW reports whether a model renormalises its top-k expert weights.
 func (c *Config) normW() bool {
@@ -90,6 +93,11 @@ type archInfo struct {
 	posEmbd bool
 	// qkNorm RMS-normalises each Q and K head before RoPE (qwen3, gemma3).
 	qkNorm bool
+	// qkNormFull: the Q and K norms span all heads (one weight of
+	// n_head·n_embd_head, olmoe, minimax-m2) instead of one head.
+	qkNormFull bool
+	// qkNormAfterRope normalises Q and K heads after RoPE (hunyuan-dense).
+	qkNormAfterRope bool
 	// postNorms normalises the attention and FFN outputs before the residual
 	// add (gemma2, gemma3).
 	postNorms bool
@@ -592,10 +600,7 @@ func llama4Hparams(c *Config, r *kvReader) error {
 			return err
 		}
 	}
-	c.NoRope = make([]bool, c.Layers)
-	for il := range c.NoRope {
-		c.NoRope[il] = (il+1)%noRopeStep == 0
-	}
+	c.noRopeEvery(noRopeStep)
 	c.TempLayers = c.NoRope
 	c.L2QK = c.Experts != 128
 	c.ExpertGating = 2 // build_moe_ffn's LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
@@ -685,38 +690,21 @@ func glm4moeHparams(c *Config, r *kvReader) error {
 	if err := readNextN(c, r); err != nil {
 		return err
 	}
-	if err := readRouting(c, r, 2); err != nil {
+	if err := readSharedExperts(c, r); err != nil {
+		return err
+	}
+	if err := readGatingOr(c, r, 2); err != nil {
 		return err
 	}
 	if c.ExpertGating != 2 {
 		return fmt.Errorf("%w: %s expert gating function %d (only sigmoid)", ErrUnsupported, c.Arch, c.ExpertGating)
 	}
-	if c.ExpertShared < 0 || c.ExpertShared > maxDim/max(c.FFExp, 1) || c.DenseLead > c.Layers {
-		return fmt.Errorf("%w: %d shared experts of width %d, %d leading dense blocks of %d",
-			ErrMetadata, c.ExpertShared, c.FFExp, c.DenseLead, c.Layers)
-	}
-	c.FFShared = c.ExpertShared * c.FFExp
 	return nil
 }
 
-// readRouting reads the routed-expert keys deepseek2 and glm4moe share:
-// the leading dense blocks, the shared expert count (required), the
-// selected weights' scale (0: none) and renormalisation, and the gating
-// function (1 soft-max, 2 sigmoid; def where the file gives none or 0).
-func readRouting(c *Config, r *kvReader, def int) error {
-	if _, err := r.u32(r.key("leading_dense_block_count"), &c.DenseLead, false); err != nil {
-		return err
-	}
-	if _, err := r.u32(r.key("expert_shared_count"), &c.ExpertShared, true); err != nil {
-		return err
-	}
-	c.ExpertWeightsScale = 0
-	if _, err := r.f32(r.key("expert_weights_scale"), &c.ExpertWeightsScale, false); err != nil {
-		return err
-	}
-	if _, err := r.boolean(r.key("expert_weights_norm"), &c.ExpertWeightsNorm, false); err != nil {
-		return err
-	}
+// readGatingOr reads expert_gating_func (1 soft-max, 2 sigmoid), def where
+// the file gives none or 0.
+func readGatingOr(c *Config, r *kvReader, def int) error {
 	c.ExpertGating = 0
 	if _, err := r.u32(r.key("expert_gating_func"), &c.ExpertGating, false); err != nil {
 		return err
@@ -845,7 +833,10 @@ func deepseek2Hparams(c *Config, r *kvReader) error {
 	if (c.Layers == 47 || c.Layers == 48) && c.Vocab == 154880 {
 		gating = 2
 	}
-	if err := readRouting(c, r, gating); err != nil {
+	if err := readSharedExperts(c, r); err != nil {
+		return err
+	}
+	if err := readGatingOr(c, r, gating); err != nil {
 		return err
 	}
 	if !lite {
@@ -867,14 +858,8 @@ func deepseek2Hparams(c *Config, r *kvReader) error {
 	if c.ExpertGating != 1 && c.ExpertGating != 2 {
 		return fmt.Errorf("%w: expert gating function %d", ErrUnsupported, c.ExpertGating)
 	}
-	if _, err := r.u32(r.key("expert_group_count"), &c.ExpertGroups, false); err != nil {
+	if err := readExpertGroups(c, r); err != nil {
 		return err
-	}
-	if _, err := r.u32(r.key("expert_group_used_count"), &c.GroupsUsed, false); err != nil {
-		return err
-	}
-	if c.ExpertGroups > 1 && (c.Experts%c.ExpertGroups != 0 || c.GroupsUsed < 1 || c.GroupsUsed > c.ExpertGroups) {
-		return fmt.Errorf("%w: %d experts in %d groups, %d used", ErrMetadata, c.Experts, c.ExpertGroups, c.GroupsUsed)
 	}
 	if found, err := r.f32(r.key("rope.scaling.yarn_log_multiplier"), &c.YarnLogMul, false); err != nil {
 		return err
@@ -894,6 +879,22 @@ func deepseek2Hparams(c *Config, r *kvReader) error {
 		}
 		// The shared experts are one FFN of their summed width.
 		c.FFShared = c.FFExp * c.ExpertShared
+	}
+	return nil
+}
+
+// readExpertGroups reads the expert groups build_moe_ffn restricts the
+// choice to (llama_model_base::load_hparams reads them for every
+// architecture).
+func readExpertGroups(c *Config, r *kvReader) error {
+	if _, err := r.u32(r.key("expert_group_count"), &c.ExpertGroups, false); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("expert_group_used_count"), &c.GroupsUsed, false); err != nil {
+		return err
+	}
+	if c.ExpertGroups > 1 && (c.Experts%c.ExpertGroups != 0 || c.GroupsUsed < 1 || c.GroupsUsed > c.ExpertGroups) {
+		return fmt.Errorf("%w: %d experts in %d groups, %d used", ErrMetadata, c.Experts, c.ExpertGroups, c.GroupsUsed)
 	}
 	return nil
 }

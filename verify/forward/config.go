@@ -74,6 +74,10 @@ type Config struct {
 	// LogitScale multiplies the output logits (cohere2's logit_scale); 0
 	// means none.
 	LogitScale float32
+	// EmbedScale multiplies the token embeddings and ResidualScale each
+	// block's attention and FFN outputs before their residual add (granite's
+	// embedding_scale and residual_scale); 0 means none.
+	EmbedScale, ResidualScale float32
 	// Experts and ExpertsUsed are the mixture-of-experts counts (0 for a
 	// dense model); FFExp and FFShared the widths of each routed expert and
 	// of the shared expert (qwen2moe).

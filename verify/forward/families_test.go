@@ -109,6 +109,15 @@ func logitsOf(fixture string) string {
 
 func untruncatedYarn(c *Config) { c.yarnUntruncated = true }
 
+// exaone4Hybrid is llama_model_exaone4's 64-block layout: three
+// sliding-window blocks of four, with RoPE on those only.
+func exaone4Hybrid(c *Config) {
+	c.SlidingWindow = 4096
+	c.setSWAPattern(4)
+	c.RopeBaseSWA, c.RopeFreqScaleSWA = c.RopeBase, c.RopeFreqScale
+	c.ropeSWAOnly()
+}
+
 // TestFamilies runs every architecture of this package on a fixture of the
 // convert issue (a tiny random checkpoint of the real layout), converted by
 // ggufkit, and compares its logits with transformers'. Where llama.cpp
@@ -207,6 +216,26 @@ func TestFamilies(t *testing.T) {
 		// Routed experts beside the dense MLP, keys as values on full
 		// layers: 5.8e-5 (2.6e-7 with transformers' GELU).
 		{"gemma4moe", "gemma4", 2e-4, nil, nil},
+		// Issue 15's attention + MLP/MoE families (fwd-a).
+		{"olmoe", "olmoe", 1e-6, nil, nil},
+		{"granite", "granite", 1e-6, nil, nil},
+		{"granitemoe", "granitemoe", 1e-6, nil, nil},
+		{"granitemoeshared", "granitemoe", 1e-6, nil, nil},
+		{"ernie4_5", "ernie4_5", 1e-6, nil, nil},
+		{"ernie4_5moe", "ernie4_5-moe", 1e-6, nil, nil},
+		{"minimaxm2", "minimax-m2", 1e-6, nil, nil},
+		{"dots1", "dots1", 1e-6, func(md Metadata) Metadata {
+			return withKV{md, "dots1.expert_gating_func", gguf.Uint32(2)}
+		}, nil},
+		{"hunyuandense", "hunyuan-dense", 1e-6, nil, nil},
+		{"arcee", "arcee", 1e-6, nil, nil},
+		// llama.cpp gives EXAONE 4.0 sliding-window blocks, and RoPE on
+		// those only, by the 32B's block count (64); transformers by
+		// sliding_window and layer_types, which this 4-block fixture has
+		// (3 of 4 sliding): 0.052 apart. Given the 32B's layout, they agree.
+		{"exaone4", "exaone4", 1e-6, nil, exaone4Hybrid},
+		{"smollm3", "smollm3", 1e-6, nil, nil},
+		{"seedoss", "seed_oss", 1e-6, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

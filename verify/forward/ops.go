@@ -254,3 +254,10 @@ func Argmax(xs []float32) int {
 	}
 	return best
 }
+
+// scaleRow multiplies xs by s in place (ggml_scale).
+func scaleRow(xs []float32, s float32) {
+	for i := range xs {
+		xs[i] *= s
+	}
+}

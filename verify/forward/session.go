@@ -115,6 +115,9 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 				x[t][i] *= scale
 			}
 		}
+		if c.EmbedScale != 0 {
+			scaleRow(x[t], c.EmbedScale)
+		}
 		if m.posEmbd != nil {
 			pos := make([]float32, c.Embd)
 			if err := m.posEmbd.ReadRows(s.n+t, 1, pos); err != nil {
@@ -161,8 +164,13 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 	return logits, nil
 }
 
-// norm applies the architecture's normalisation with weight w (and bias b).
+// norm applies the architecture's normalisation with weight w (and bias b);
+// without a weight (exaone4's blocks have no pre-norms) it copies x.
 func (s *Session) norm(dst, x, w, b []float32) {
+	if w == nil {
+		copy(dst, x)
+		return
+	}
 	if s.m.cfg.arch.norm == normLayer {
 		layerNorm(dst, x, w, b, s.m.cfg.NormEps)
 		return
@@ -210,6 +218,9 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 		if ly.attnPost != nil {
 			rmsNorm(o[t], o[t], ly.attnPost, c.NormEps)
 		}
+		if c.ResidualScale != 0 {
+			scaleRow(o[t], c.ResidualScale)
+		}
 		for i := range o[t] {
 			x[t][i] += o[t][i]
 		}
@@ -222,6 +233,9 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 	for t := range f {
 		if ly.ffnPost != nil {
 			rmsNorm(f[t], f[t], ly.ffnPost, c.NormEps)
+		}
+		if c.ResidualScale != 0 {
+			scaleRow(f[t], c.ResidualScale)
 		}
 		for i := range f[t] {
 			x[t][i] += f[t][i]
@@ -240,17 +254,8 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 	if err := s.qkv(ctx, ly, h, q, k, v); err != nil {
 		return nil, err
 	}
-	if ly.qNorm != nil {
-		for t := range q {
-			for hd := 0; hd < c.Heads; hd++ {
-				seg := q[t][hd*c.HeadDimK : (hd+1)*c.HeadDimK]
-				rmsNorm(seg, seg, ly.qNorm, c.NormEps)
-			}
-			for hd := 0; hd < c.HeadsKV; hd++ {
-				seg := k[t][hd*c.HeadDimK : (hd+1)*c.HeadDimK]
-				rmsNorm(seg, seg, ly.kNorm, c.NormEps)
-			}
-		}
+	if ly.qNorm != nil && !c.arch.qkNormAfterRope {
+		s.qkNorm(ly, q, k)
 	}
 	noRope := c.NoRope != nil && c.NoRope[il]
 	if c.rope != ropeNone && (!c.arch.ropeSWAOnly || c.SWA[il]) && !noRope {
@@ -268,6 +273,9 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 				rope(k[t][hd*c.HeadDimK:], cache, c.Rot, c.rope)
 			}
 		}
+	}
+	if ly.qNorm != nil && c.arch.qkNormAfterRope {
+		s.qkNorm(ly, q, k)
 	}
 	if c.L2QK && !noRope {
 		// Llama4TextL2Norm: ggml_rms_norm without a weight, per head.
@@ -310,6 +318,27 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 		return nil, err
 	}
 	return o, nil
+}
+
+// qkNorm RMS-normalises Q and K with their norm weights: each head, or
+// with qkNormFull the whole projection at once.
+func (s *Session) qkNorm(ly *layer, q, k [][]float32) {
+	c := s.m.cfg
+	for t := range q {
+		if c.arch.qkNormFull {
+			rmsNorm(q[t], q[t], ly.qNorm, c.NormEps)
+			rmsNorm(k[t], k[t], ly.kNorm, c.NormEps)
+			continue
+		}
+		for hd := 0; hd < c.Heads; hd++ {
+			seg := q[t][hd*c.HeadDimK : (hd+1)*c.HeadDimK]
+			rmsNorm(seg, seg, ly.qNorm, c.NormEps)
+		}
+		for hd := 0; hd < c.HeadsKV; hd++ {
+			seg := k[t][hd*c.HeadDimK : (hd+1)*c.HeadDimK]
+			rmsNorm(seg, seg, ly.kNorm, c.NormEps)
+		}
+	}
 }
 
 // qkv projects h to Q, K and V through a fused or split weight
@@ -380,6 +409,17 @@ func (s *Session) ffn(ctx context.Context, ly *layer, h, out [][]float32) error 
 		for _, r := range act {
 			for i, x := range r {
 				r[i] = gelu(x)
+			}
+		}
+	case ffnReLU2:
+		act = rows(T, c.FF)
+		if err := s.mul(ctx, ly.up, ly.bUp, h, act); err != nil {
+			return err
+		}
+		for _, r := range act {
+			for i, x := range r {
+				x = max(x, 0) // ggml_relu, then ggml_sqr
+				r[i] = x * x
 			}
 		}
 	case ffnXIELU:
