@@ -62,6 +62,10 @@ func TestFixtures(t *testing.T) {
 		{"gemma4moe", "Experts beside a dense MLP"},
 		{"llama4text", "Routed and shared experts, every second block"},
 		{"mistral3", "Once upon a time in a small town"},
+		// Wave 1-2 families (issue 15).
+		{"olmo2", "Norms after attention, not before"},
+		{"commandr", "Attention and FFN side by side"},
+		{"falcon", "Two norms, one parallel block"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

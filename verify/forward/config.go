@@ -78,6 +78,9 @@ type Config struct {
 	// dense model); FFExp and FFShared the widths of each routed expert and
 	// of the shared expert (qwen2moe).
 	Experts, ExpertsUsed, FFExp, FFShared int
+	// ClampKQV clamps Q, K and V to ±ClampKQV after their projections
+	// (olmo's clip_qkv); 0 means no clamping.
+	ClampKQV float32
 	// ParallelResidual runs attention and FFN on the same layer input
 	// (gptneox's use_parallel_residual).
 	ParallelResidual bool

@@ -64,6 +64,9 @@ type layer struct {
 	sinks                         []float32
 	bGateInp                      []float32
 	bGateExps, bUpExps, bDownExps []float32
+
+	// Falcon-40B's separate norm of the attention input.
+	attnNorm2, attnNorm2B []float32
 }
 
 // Config returns the model's configuration.
@@ -198,6 +201,8 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		b := func(s string) string { return fmt.Sprintf("blk.%d.%s", il, s) }
 		set(&ly.attnNorm, b("attn_norm.weight"))
 		set(&ly.attnNormB, b("attn_norm.bias"))
+		set(&ly.attnNorm2, b("attn_norm_2.weight"))
+		set(&ly.attnNorm2B, b("attn_norm_2.bias"))
 		set(&ly.wq, b("attn_q.weight"))
 		set(&ly.wk, b("attn_k.weight"))
 		set(&ly.wv, b("attn_v.weight"))
