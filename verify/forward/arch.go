@@ -507,6 +507,47 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
 		}),
 	},
+	// gemma3n: llama_model_gemma3n's text model (gemma3n.go): AltUp
+	// streams, LAuReL, per-layer embeddings, KV-shared blocks, activation
+	// sparsity; Q, K and V RMS-normalised, NeoX RoPE, GeGLU, soft-capped
+	// logits.
+	"gemma3n": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnGeGLU, embedScale: true, qkNorm: true, postNorms: true,
+		sameHeadDims: true, rotIsHead: true,
+		hparams: gemma3nHparams,
+		tensors: []rule{
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}, optional: true},
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "altup_proj.weight", dims: []dim{dEmbd, dEmbd, dAltupM1}},
+			{name: "altup_unembd_proj.weight", dims: []dim{dEmbd, dEmbd, dAltupM1}},
+			{name: "per_layer_token_embd.weight", dims: []dim{dPerLayerAll, dVocab}},
+			{name: "per_layer_model_proj.weight", dims: []dim{dEmbd, dPerLayerAll}},
+			{name: "per_layer_proj_norm.weight", dims: []dim{dPerLayer}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK}},
+			{name: "blk.%d.post_attention_norm.weight", dims: []dim{dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_gate.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.post_ffw_norm.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.inp_gate.weight", dims: []dim{dEmbd, dPerLayer}},
+			{name: "blk.%d.proj.weight", dims: []dim{dPerLayer, dEmbd}},
+			{name: "blk.%d.post_norm.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.altup_correct_coef.weight", dims: []dim{dAltup, dAltup}},
+			{name: "blk.%d.altup_correct_scale.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.altup_predict_coef.weight", dims: []dim{dAltup, dAltupSq}},
+			{name: "blk.%d.altup_router.weight", dims: []dim{dEmbd, dAltup}},
+			{name: "blk.%d.altup_router_norm.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.laurel_l.weight", dims: []dim{dEmbd, dLaurel}},
+			{name: "blk.%d.laurel_r.weight", dims: []dim{dLaurel, dEmbd}},
+			{name: "blk.%d.laurel_post_norm.weight", dims: []dim{dEmbd}},
+		},
+	},
 	// glm4moe: llama_model_glm4_moe (GLM-4.5, GLM-4.6): NeoX RoPE on the
 	// first n_rot dimensions, q/k/v biases and optional q/k norms,
 	// post_attention_norm as the FFN norm, leading dense blocks, then
@@ -1183,6 +1224,14 @@ const (
 	dOutMLA              // n_head·n_embd_head_v_mla
 	dEmbd2               // 2·n_embd
 	dHeadsKV             // n_head_kv
+	// gemma3n: n_altup, n_altup², n_altup − 1, laurel_rank, n_embd_altup
+	// and n_embd_altup·n_layer.
+	dAltup
+	dAltupSq
+	dAltupM1
+	dLaurel
+	dPerLayer
+	dPerLayerAll
 )
 
 func (c *Config) size(d dim) int64 {
@@ -1235,6 +1284,18 @@ func (c *Config) size(d dim) int64 {
 		return 2 * int64(c.Embd)
 	case dHeadsKV:
 		return int64(c.HeadsKV)
+	case dAltup:
+		return int64(c.g3n.altup)
+	case dAltupSq:
+		return int64(c.g3n.altup * c.g3n.altup)
+	case dAltupM1:
+		return int64(c.g3n.altup - 1)
+	case dLaurel:
+		return int64(c.g3n.laurelRank)
+	case dPerLayer:
+		return int64(c.g3n.perLayer)
+	case dPerLayerAll:
+		return int64(c.g3n.perLayer * c.Layers)
 	}
 	panic(fmt.Sprintf("forward: unknown dim %d", d))
 }

@@ -143,6 +143,8 @@ type Config struct {
 	rope ropeMode
 	// g4 holds gemma4's per-layer hyperparameters (gemma4.go).
 	g4 *gemma4Config
+	// g3n holds gemma3n's AltUp, LAuReL and per-layer sizes (gemma3n.go).
+	g3n *gemma3nConfig
 }
 
 // kvReader reads keys with llama.cpp's type rules (llama_model_loader::get_key

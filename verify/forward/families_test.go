@@ -224,48 +224,60 @@ func TestFamilies(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()
-			want := readTransformersLogits(t, logitsOf(tc.fixture))
-			f := convertFixture(t, tc.fixture)
-			var md Metadata = f
-			if tc.md != nil {
-				md = tc.md(md)
-			}
-			cfg, err := ParseConfig(md)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.cfg != nil {
-				tc.cfg(cfg)
-			}
-			if cfg.Arch != tc.arch {
-				t.Fatalf("architecture %s, want %s", cfg.Arch, tc.arch)
-			}
-			m, err := Load(cfg, GGUFWeights(f), Options{Threads: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := m.NewSession(len(want.PromptIDs))
-			if err != nil {
-				t.Fatal(err)
-			}
-			logits, err := s.Eval(context.Background(), want.PromptIDs, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := make([][]float32, len(want.Positions))
-			for i, p := range want.Positions {
-				got[i] = logits[p]
-			}
-			rel := relDiff(want.logits, got)
-			t.Logf("max relative difference from transformers %.3g", rel)
-			if rel > tc.maxRel {
-				t.Errorf("logits differ from transformers' by %.3g relative (limit %.3g)", rel, tc.maxRel)
-			}
-			for i := range got {
-				if Argmax(got[i]) != Argmax(want.logits[i]) {
-					t.Errorf("position %d: argmax %d, transformers %d", want.Positions[i], Argmax(got[i]), Argmax(want.logits[i]))
-				}
-			}
+			checkFamily(t, tc.fixture, tc.arch, tc.maxRel, tc.md, tc.cfg, nil)
 		})
+	}
+}
+
+// checkFamily converts a fixture, runs it (its metadata, configuration
+// and weights changed by md, cfg and weights where not nil) and compares
+// its logits with transformers'.
+func checkFamily(t *testing.T, fixture, arch string, maxRel float64, mdHook func(Metadata) Metadata, cfgHook func(*Config), weights func(Weights) Weights) {
+	t.Helper()
+	want := readTransformersLogits(t, logitsOf(fixture))
+	f := convertFixture(t, fixture)
+	var md Metadata = f
+	if mdHook != nil {
+		md = mdHook(md)
+	}
+	cfg, err := ParseConfig(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfgHook != nil {
+		cfgHook(cfg)
+	}
+	if cfg.Arch != arch {
+		t.Fatalf("architecture %s, want %s", cfg.Arch, arch)
+	}
+	w := GGUFWeights(f)
+	if weights != nil {
+		w = weights(w)
+	}
+	m, err := Load(cfg, w, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.NewSession(len(want.PromptIDs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits, err := s.Eval(context.Background(), want.PromptIDs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]float32, len(want.Positions))
+	for i, p := range want.Positions {
+		got[i] = logits[p]
+	}
+	rel := relDiff(want.logits, got)
+	t.Logf("max relative difference from transformers %.3g", rel)
+	if rel > maxRel {
+		t.Errorf("logits differ from transformers' by %.3g relative (limit %.3g)", rel, maxRel)
+	}
+	for i := range got {
+		if Argmax(got[i]) != Argmax(want.logits[i]) {
+			t.Errorf("position %d: argmax %d, transformers %d", want.Positions[i], Argmax(got[i]), Argmax(want.logits[i]))
+		}
 	}
 }

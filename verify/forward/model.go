@@ -31,6 +31,8 @@ type Model struct {
 	layers             []layer
 	// g4 holds gemma4's weights (gemma4.go) instead of layers.
 	g4 *gemma4Weights
+	// g3n holds gemma3n's weights beyond layers (gemma3n.go).
+	g3n *gemma3nWeights
 }
 
 // layer holds one block's weights; nil means the model has no such tensor.
@@ -251,6 +253,11 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.bUpExps, b("ffn_up_exps.bias"))
 		set(&ly.bDownExps, b("ffn_down_exps.bias"))
 		if err != nil {
+			return nil, err
+		}
+	}
+	if cfg.g3n != nil {
+		if m.g3n, err = loadGemma3n(l, cfg); err != nil {
 			return nil, err
 		}
 	}

@@ -125,14 +125,20 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 			}
 		}
 	}
-	if m.g4 != nil {
+	switch {
+	case m.g4 != nil:
 		if err := s.evalGemma4(ctx, tokens, x); err != nil {
 			return nil, err
 		}
-	}
-	for il := range m.layers {
-		if err := s.layer(ctx, il, x); err != nil {
+	case m.g3n != nil:
+		if err := s.evalGemma3n(ctx, tokens, x); err != nil {
 			return nil, err
+		}
+	default:
+		for il := range m.layers {
+			if err := s.layer(ctx, il, x); err != nil {
+				return nil, err
+			}
 		}
 	}
 	s.n += len(tokens)
