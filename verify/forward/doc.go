@@ -1,7 +1,8 @@
 // Package forward holds small, readable float32 reference implementations of
 // the transformer graphs llama.cpp builds for the llama (dense and mixture of
 // experts), llama4, mistral3, apertus, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2,
-// gemma3, phi3, gptneox, starcoder2, gpt2, gpt-oss and deepseek2 architectures (src/models/*.cpp of llama.cpp
+// gemma3, phi3, gptneox, starcoder2, gpt2, gpt-oss and deepseek2 architectures, and olmo, olmo2,
+// command-r, phi2, stablelm, falcon, starcoder, chatglm and gemma3n (src/models/*.cpp of llama.cpp
 // commit 0c1e570), so that verify can run a GGUF and its source side by side.
 //
 // A model is described by GGUF metadata (ParseConfig reads it the way
