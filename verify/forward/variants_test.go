@@ -55,7 +55,8 @@ func TestVariants(t *testing.T) {
 		{"chatglm", tinyKVs("chatglm", 2, 16, 4, 2, gguf.KV{Key: "chatglm.rope.dimension_count", Value: gguf.Uint32(2)}), nil, nil},
 		// Batched and single-token products round differently in the last
 		// bit, which ggml's fp16 GELU table (three per gemma3n block) can
-		// turn into a step of 2⁻¹¹: 1.7e-5 here, under 1e-5 with the exact GELU.
+		// turn into a whole fp16 rounding step: 1.7e-5 here, under 1e-5 with the
+		// exact GELU.
 		{"gemma3n kv-shared", tinyKVs("gemma3n", 4, 16, 2, 1, gguf.KV{Key: "gemma3n.attention.sliding_window", Value: gguf.Uint32(3)}),
 			func(c *Config) { c.g3n.kvFrom = 2 }, nil},
 	}
