@@ -2,7 +2,9 @@ package forward
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -118,6 +120,37 @@ func TestVariants(t *testing.T) {
 				if d := relDiff(want[i:i+1], got); d > limit {
 					t.Errorf("position %d: relative difference %.3g from the batch", i, d)
 				}
+			}
+		})
+	}
+}
+
+// TestGLMFixturesRefused: neither GLM fixture runs as llama.cpp would run
+// it. Both conversions say rope.dimension_count 1 (the converter's
+// head_dim/2 of a 2-wide head; ggml_rope asserts an even count), and the
+// glm one (transformers' layout) has Q and output projections
+// n_head·head_dim = 16 wide where llama.cpp's loader, given no key_length,
+// expects n_embd = 4.
+func TestGLMFixturesRefused(t *testing.T) {
+	for _, name := range []string{"glm", "chatglm4"} {
+		t.Run(name, func(t *testing.T) {
+			f := convertFixture(t, name)
+			if _, err := ParseConfig(f); !errors.Is(err, ErrMetadata) || !strings.Contains(err.Error(), "rope.dimension_count 1") {
+				t.Fatalf("err = %v, want ErrMetadata about rope.dimension_count 1", err)
+			}
+			cfg, err := ParseConfig(withKV{f, "chatglm.rope.dimension_count", gguf.Uint32(2)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Load(cfg, GGUFWeights(f), Options{Threads: 1})
+			if name == "chatglm4" {
+				if err != nil {
+					t.Fatalf("with an even rope count: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrWeights) || !strings.Contains(err.Error(), "blk.0.attn_q.weight has shape [4 16], expected [4 4]") {
+				t.Fatalf("err = %v, want the attn_q shape", err)
 			}
 		})
 	}
