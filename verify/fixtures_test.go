@@ -66,6 +66,10 @@ func TestFixtures(t *testing.T) {
 		{"granitemoeshared", "Scaled embeddings, residuals and logits"},
 		{"ernie4_5moe", "A dense block, then biased routing and a shared expert"},
 		{"exaone4", "No pre-norms, only post-norms"},
+		// Wave 1-2 families (issue 15).
+		{"olmo2", "Norms after attention, not before"},
+		{"commandr", "Attention and FFN side by side"},
+		{"falcon", "Two norms, one parallel block"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

@@ -43,6 +43,17 @@ const (
 	factorsLongShort             // rope_factors_long/short.weight (phi3 LongRoPE)
 )
 
+// parallelSum is the order in which a parallel block adds its attention
+// output, its FFN output and its input (the graphs' ggml_add calls; float
+// addition is not associative).
+type parallelSum uint8
+
+const (
+	sumFFNInput  parallelSum = iota // (ffn + x) + attn: gptneox, cohere2, command-r
+	sumBranches                     // (attn + ffn) + x: phi2, falcon
+	sumAttnInput                    // ffn + (attn + x): stablelm
+)
+
 // moeKind is an architecture's mixture-of-experts FFN (build_moe_ffn with
 // soft-max gating and the options its graph passes).
 type moeKind uint8
@@ -94,7 +105,7 @@ type archInfo struct {
 	// qkNorm RMS-normalises each Q and K head before RoPE (qwen3, gemma3).
 	qkNorm bool
 	// qkNormFull: the Q and K norms span all heads (one weight of
-	// n_head·n_embd_head, olmoe, minimax-m2) instead of one head.
+	// n_head·n_embd_head: olmoe, minimax-m2, olmo2) instead of one head.
 	qkNormFull bool
 	// qkNormAfterRope normalises Q and K heads after RoPE (hunyuan-dense).
 	qkNormAfterRope bool
@@ -109,6 +120,17 @@ type archInfo struct {
 	// sharedNorm: with the parallel residual, the FFN reads the attention
 	// norm's output (cohere2: one norm per block, no ffn_norm).
 	sharedNorm bool
+	// parallelSum is the order of the parallel residual's additions.
+	parallelSum parallelSum
+	// parallelWithoutFFNNorm makes a block without ffn_norm parallel, its
+	// FFN reading the attention norm's output (stablelm: StableLM 2 12B).
+	parallelWithoutFFNNorm bool
+	// noPreNorm: attention and FFN read the residual stream itself; only
+	// their outputs are normalised (olmo2's post-norms).
+	noPreNorm bool
+	// swaPlainRope rotates the sliding-window layers without the rope
+	// scaling (olmo2/Olmo 3: freq_scale 1, ext_factor 0, attn_factor 1).
+	swaPlainRope bool
 	// ropeSWAOnly rotates Q and K on sliding-window layers only (cohere2's
 	// global layers have no positional encoding).
 	ropeSWAOnly bool
@@ -354,6 +376,183 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
 		}, gatedFFNRules(false)),
 	},
+	// command-r: llama_model_command_r (Command R, R+): cohere2's parallel
+	// block on one bias-free LayerNorm, RoPE on every layer, no sliding
+	// window; the logit scale optional; per-head LayerNorms of Q and K (a
+	// weight row per head) exactly when n_layer ≥ 64 (Command R+).
+	"command-r": {
+		norm: normLayer, rope: ropeNorm, ffn: ffnSwiGLU, parallelResidual: true, sharedNorm: true, qkNorm: true,
+		sameHeadDims: true,
+		hparams:      commandRHparams,
+		tensors: concat([]rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			attnNormRule,
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK, dHeads}, only: onlyLayers64},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK, dHeadsKV}, only: onlyLayers64},
+			{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+		}, gatedFFNRules(false)),
+	},
+	// olmo: llama_model_olmo (OLMo 1): LayerNorm without weight or bias
+	// before attention, FFN and output, Q/K/V clamped to ±clamp_kqv.
+	"olmo": {
+		norm: normLayer, rope: ropeNorm, ffn: ffnSwiGLU,
+		sameHeadDims: true, rotIsHead: true,
+		hparams: olmoHparams,
+		tensors: concat([]rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}, optional: true},
+			{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+		}, gatedFFNRules(false)),
+	},
+	// olmo2: llama_model_olmo2 (OLMo 2, Olmo 3): no pre-norms, RMS
+	// post-norms of the attention and FFN outputs, RMS norms of Q and K over
+	// their full width before NeoX RoPE; with a sliding window (Olmo 3) 3
+	// SWA layers to 1 full, rotated without the rope scaling.
+	"olmo2": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU, noPreNorm: true, postNorms: true, qkNorm: true, qkNormFull: true,
+		swaPlainRope: true, sameHeadDims: true, rotIsHead: true,
+		hparams: olmo2Hparams,
+		tensors: concat([]rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}},
+			{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dKGQA}},
+			{name: "blk.%d.post_attention_norm.weight", dims: []dim{dEmbd}},
+		}, gatedFFNRules(false), []rule{
+			{name: "blk.%d.post_ffw_norm.weight", dims: []dim{dEmbd}},
+		}),
+	},
+	// phi2: llama_model_phi2: attention and the GELU FFN in parallel on one
+	// LayerNorm, NeoX RoPE on the first n_rot dimensions, Q scaled before
+	// the soft-max, biases everywhere, the output's too.
+	"phi2": {
+		norm: normLayer, rope: ropeNeox, ffn: ffnGELU, parallelResidual: true, sharedNorm: true, parallelSum: sumBranches,
+		scaleQ: true, sameHeadDims: true,
+		hparams: parallelLayerNormEps,
+		tensors: []rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output_norm.bias", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output.bias", dims: []dim{dVocab}},
+			attnNormRule,
+			{name: "blk.%d.attn_norm.bias", dims: []dim{dEmbd}},
+			{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_down.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}},
+		},
+	},
+	// stablelm: llama_model_stablelm: LayerNorms with biases, NeoX RoPE on
+	// the first n_rot dimensions, optional per-head LayerNorms of Q and K
+	// (a weight row per head); a block without ffn_norm runs its FFN in
+	// parallel on the attention norm (StableLM 2 12B).
+	"stablelm": {
+		norm: normLayer, rope: ropeNeox, ffn: ffnSwiGLU, qkNorm: true, parallelWithoutFFNNorm: true, parallelSum: sumAttnInput,
+		sameHeadDims: true,
+		hparams:      layerNormEps,
+		tensors: concat([]rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.bias", dims: []dim{dEmbd}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}},
+			attnNormRule,
+			{name: "blk.%d.attn_norm.bias", dims: []dim{dEmbd}},
+			{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK, dHeads}, optional: true},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK, dHeadsKV}, optional: true},
+			{name: "blk.%d.ffn_norm.weight", dims: []dim{dEmbd}, optional: true},
+			{name: "blk.%d.ffn_norm.bias", dims: []dim{dEmbd}, optional: true},
+		}, gatedFFNRules(false)),
+	},
+	// falcon: llama_model_falcon: attention and the GELU FFN in parallel,
+	// fused QKV (multi-query or grouped), NeoX RoPE; Falcon-7B's one norm
+	// feeds both, Falcon-40B's attention reads its own (attn_norm_2).
+	"falcon": {
+		norm: normLayer, rope: ropeNeox, ffn: ffnGELU, parallelResidual: true, sharedNorm: true, parallelSum: sumBranches,
+		checkRot: true, sameHeadDims: true, rotIsHead: true,
+		hparams: parallelLayerNormEps,
+		tensors: []rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output_norm.bias", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}, optional: true},
+			attnNormRule,
+			{name: "blk.%d.attn_norm.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.attn_norm_2.weight", dims: []dim{dEmbd}, optional: true},
+			{name: "blk.%d.attn_norm_2.bias", dims: []dim{dEmbd}, optional: true},
+			{name: "blk.%d.attn_qkv.weight", dims: []dim{dEmbd, dFusedQKV}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+		},
+	},
+	// chatglm: llama_model_chatglm (ChatGLM3, GLM-4-9B): normal RoPE on the
+	// first n_rot dimensions, q/k/v biases, the fused gate|up FFN.
+	"chatglm": {
+		norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLUFused,
+		sameHeadDims: true,
+		hparams:      rmsEps,
+		tensors: concat(headRules(true, false), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF2}},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+		}),
+	},
+	// gemma3n: llama_model_gemma3n's text model (gemma3n.go): AltUp
+	// streams, LAuReL, per-layer embeddings, KV-shared blocks, activation
+	// sparsity; Q, K and V RMS-normalised, NeoX RoPE, GeGLU, soft-capped
+	// logits.
+	"gemma3n": {
+		norm: normRMS, rope: ropeNeox, ffn: ffnGeGLU, embedScale: true, qkNorm: true, postNorms: true,
+		sameHeadDims: true, rotIsHead: true,
+		hparams: gemma3nHparams,
+		tensors: []rule{
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}, optional: true},
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "altup_proj.weight", dims: []dim{dEmbd, dEmbd, dAltupM1}},
+			{name: "altup_unembd_proj.weight", dims: []dim{dEmbd, dEmbd, dAltupM1}},
+			{name: "per_layer_token_embd.weight", dims: []dim{dPerLayerAll, dVocab}},
+			{name: "per_layer_model_proj.weight", dims: []dim{dEmbd, dPerLayerAll}},
+			{name: "per_layer_proj_norm.weight", dims: []dim{dPerLayer}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}},
+			{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK}},
+			{name: "blk.%d.post_attention_norm.weight", dims: []dim{dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_gate.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.post_ffw_norm.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.inp_gate.weight", dims: []dim{dEmbd, dPerLayer}},
+			{name: "blk.%d.proj.weight", dims: []dim{dPerLayer, dEmbd}},
+			{name: "blk.%d.post_norm.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.altup_correct_coef.weight", dims: []dim{dAltup, dAltup}},
+			{name: "blk.%d.altup_correct_scale.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.altup_predict_coef.weight", dims: []dim{dAltup, dAltupSq}},
+			{name: "blk.%d.altup_router.weight", dims: []dim{dEmbd, dAltup}},
+			{name: "blk.%d.altup_router_norm.weight", dims: []dim{dEmbd}},
+			{name: "blk.%d.laurel_l.weight", dims: []dim{dEmbd, dLaurel}},
+			{name: "blk.%d.laurel_r.weight", dims: []dim{dLaurel, dEmbd}},
+			{name: "blk.%d.laurel_post_norm.weight", dims: []dim{dEmbd}},
+		},
+	},
 	// glm4moe: llama_model_glm4_moe (GLM-4.5, GLM-4.6): NeoX RoPE on the
 	// first n_rot dimensions, q/k/v biases and optional q/k norms,
 	// post_attention_norm as the FFN norm, leading dense blocks, then
@@ -492,6 +691,13 @@ func archNames() string {
 func rmsEps(c *Config, r *kvReader) error {
 	_, err := r.f32(r.key("attention.layer_norm_rms_epsilon"), &c.NormEps, true)
 	return err
+}
+
+func init() {
+	// llama_model_starcoder (gpt_bigcode): gpt2's tensors and graph; its
+	// fused QKV is n_embd + 2·n_embd_gqa wide, multi-query in StarCoder.
+	sc := *archs["gpt2"]
+	archs["starcoder"] = &sc
 }
 
 func init() {
@@ -643,6 +849,61 @@ func cohere2Hparams(c *Config, r *kvReader) error {
 	}
 	c.ParallelResidual = true
 	return layerNormEps(c, r)
+}
+
+// parallelLayerNormEps: the layer-norm epsilon of an architecture whose
+// blocks are always parallel (phi2, falcon).
+func parallelLayerNormEps(c *Config, r *kvReader) error {
+	c.ParallelResidual = true
+	return layerNormEps(c, r)
+}
+
+// commandRHparams mirrors llama_model_command_r::load_arch_hparams: the
+// logit scale optional, the layer-norm epsilon required.
+func commandRHparams(c *Config, r *kvReader) error {
+	if _, err := r.f32(r.key("logit_scale"), &c.LogitScale, false); err != nil {
+		return err
+	}
+	c.ParallelResidual = true
+	return layerNormEps(c, r)
+}
+
+// olmoHparams mirrors llama_model_olmo::load_arch_hparams: the layer-norm
+// epsilon and the optional clamp of Q, K and V.
+func olmoHparams(c *Config, r *kvReader) error {
+	if err := layerNormEps(c, r); err != nil {
+		return err
+	}
+	if _, err := r.f32(r.key("attention.clamp_kqv"), &c.ClampKQV, false); err != nil {
+		return err
+	}
+	if c.ClampKQV < 0 || math.IsNaN(float64(c.ClampKQV)) {
+		return fmt.Errorf("%w: %s clamp_kqv %g", ErrMetadata, c.Arch, c.ClampKQV)
+	}
+	return nil
+}
+
+// olmo2Hparams mirrors llama_model_olmo2::load_arch_hparams: with a
+// sliding window (Olmo 3), a pattern of 4 unless given, the SWA layers on
+// the full layers' rope base (unless rope.freq_base_swa) without scaling.
+func olmo2Hparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	found, err := r.u32(r.key("attention.sliding_window"), &c.SlidingWindow, false)
+	if err != nil {
+		return err
+	}
+	if !found || c.SlidingWindow <= 0 {
+		c.SlidingWindow = 0
+		return nil
+	}
+	if err := c.readSWAPattern(r, 4); err != nil {
+		return err
+	}
+	c.RopeBaseSWA, c.RopeFreqScaleSWA = c.RopeBase, 1
+	_, err = r.f32(r.key("rope.freq_base_swa"), &c.RopeBaseSWA, false)
+	return err
 }
 
 // glm4Hparams mirrors llama_model_glm4::load_arch_hparams. With
@@ -955,6 +1216,15 @@ const (
 	dHeads               // n_head
 	dOutMLA              // n_head·n_embd_head_v_mla
 	dEmbd2               // 2·n_embd
+	dHeadsKV             // n_head_kv
+	// gemma3n: n_altup, n_altup², n_altup − 1, laurel_rank, n_embd_altup
+	// and n_embd_altup·n_layer.
+	dAltup
+	dAltupSq
+	dAltupM1
+	dLaurel
+	dPerLayer
+	dPerLayerAll
 )
 
 func (c *Config) size(d dim) int64 {
@@ -1005,6 +1275,20 @@ func (c *Config) size(d dim) int64 {
 		return int64(c.Heads * c.HeadDimVMLA)
 	case dEmbd2:
 		return 2 * int64(c.Embd)
+	case dHeadsKV:
+		return int64(c.HeadsKV)
+	case dAltup:
+		return int64(c.g3n.altup)
+	case dAltupSq:
+		return int64(c.g3n.altup * c.g3n.altup)
+	case dAltupM1:
+		return int64(c.g3n.altup - 1)
+	case dLaurel:
+		return int64(c.g3n.laurelRank)
+	case dPerLayer:
+		return int64(c.g3n.perLayer)
+	case dPerLayerAll:
+		return int64(c.g3n.perLayer * c.Layers)
 	}
 	panic(fmt.Sprintf("forward: unknown dim %d", d))
 }
@@ -1038,6 +1322,9 @@ const (
 	// deepseek2's attn_q without a query LoRA, attn_q_a/b with one.
 	onlyNoQLora
 	onlyQLora
+	// onlyLayers64: a model of at least 64 blocks (command-r's Q/K norms,
+	// which Command R+ has and Command R has not).
+	onlyLayers64
 )
 
 // applies reports whether the rule is part of configuration c (for a
@@ -1058,6 +1345,8 @@ func (r rule) appliesAt(c *Config, il int) bool {
 		return c.QLora > 0
 	case onlyMoEShared:
 		return c.Experts > 0 && (il < 0 || c.moeLayer(il)) && c.FFShared > 0
+	case onlyLayers64:
+		return c.Layers >= 64
 	}
 	return true
 }

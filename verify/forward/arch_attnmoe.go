@@ -132,7 +132,7 @@ func init() {
 		// NeoX RoPE; on the 32B (64 blocks) three sliding-window blocks of
 		// four, RoPE on those only.
 		"exaone4": {
-			norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU, ropeFactors: factorsFreqs, qkNorm: true, postNorms: true,
+			norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU, ropeFactors: factorsFreqs, qkNorm: true, postNorms: true, noPreNorm: true,
 			sameHeadDims: true, rotIsHead: true,
 			hparams: exaone4Hparams,
 			tensors: concat(headRules(true, false), []rule{

@@ -82,6 +82,9 @@ type Config struct {
 	// dense model); FFExp and FFShared the widths of each routed expert and
 	// of the shared expert (qwen2moe).
 	Experts, ExpertsUsed, FFExp, FFShared int
+	// ClampKQV clamps Q, K and V to ±ClampKQV after their projections
+	// (olmo's clip_qkv); 0 means no clamping.
+	ClampKQV float32
 	// ParallelResidual runs attention and FFN on the same layer input
 	// (gptneox's use_parallel_residual).
 	ParallelResidual bool
@@ -144,6 +147,8 @@ type Config struct {
 	rope ropeMode
 	// g4 holds gemma4's per-layer hyperparameters (gemma4.go).
 	g4 *gemma4Config
+	// g3n holds gemma3n's AltUp, LAuReL and per-layer sizes (gemma3n.go).
+	g3n *gemma3nConfig
 }
 
 // kvReader reads keys with llama.cpp's type rules (llama_model_loader::get_key

@@ -358,41 +358,51 @@ func (c *Config) gemma4KVSource(il int) (int, error) {
 func (s *Session) evalGemma4(ctx context.Context, tokens []int, x [][]float32) error {
 	m, c := s.m, s.m.cfg
 	g, gw := c.g4, m.g4
-	T, L := len(tokens), c.Layers
-	// project_per_layer_inputs: (rms_norm(W·x / √n_embd) + √n_pl · ple[token]) / √2.
-	var pl [][]float32 // per token: L·n_pl
+	var pl [][]float32 // per token: n_layer·n_pl
 	if g.perLayer > 0 {
-		PL := g.perLayer
-		pl = rows(T, L*PL)
-		if err := s.mul(ctx, gw.plModelPrj, nil, x, pl); err != nil {
+		var err error
+		if pl, err = s.perLayerInputs(ctx, tokens, x, gw.plTokEmbd, gw.plModelPrj, gw.plPrjNorm, g.perLayer); err != nil {
 			return err
 		}
-		emb := make([]float32, L*PL)
-		sEmb := float32(math.Sqrt(float64(float32(PL))))
-		sPrj := 1 / float32(math.Sqrt(float64(float32(c.Embd))))
-		sIn := 1 / float32(math.Sqrt(2))
-		for t, id := range tokens {
-			if err := gw.plTokEmbd.ReadRows(id, 1, emb); err != nil {
-				return fmt.Errorf("per_layer_token_embd.weight row %d: %w", id, err)
-			}
-			for il := range L {
-				seg := pl[t][il*PL : (il+1)*PL]
-				for i := range seg {
-					seg[i] *= sPrj
-				}
-				rmsNorm(seg, seg, gw.plPrjNorm, c.NormEps)
-				for i := range seg {
-					seg[i] = (seg[i] + emb[il*PL+i]*sEmb) * sIn
-				}
-			}
-		}
 	}
-	for il := range L {
+	for il := range c.Layers {
 		if err := s.gemma4Layer(ctx, il, x, pl); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// perLayerInputs is project_per_layer_inputs of gemma3n and gemma4: for
+// each token, per block, (rms_norm(W·x / √n_embd) + √n_pl · ple[token]) / √2,
+// x being the scaled token embeddings.
+func (s *Session) perLayerInputs(ctx context.Context, tokens []int, x [][]float32, tokEmbd Tensor, proj *matrix, norm []float32, PL int) ([][]float32, error) {
+	c := s.m.cfg
+	T, L := len(tokens), c.Layers
+	pl := rows(T, L*PL)
+	if err := s.mul(ctx, proj, nil, x, pl); err != nil {
+		return nil, err
+	}
+	emb := make([]float32, L*PL)
+	sEmb := float32(math.Sqrt(float64(float32(PL))))
+	sPrj := 1 / float32(math.Sqrt(float64(float32(c.Embd))))
+	sIn := 1 / float32(math.Sqrt(2))
+	for t, id := range tokens {
+		if err := tokEmbd.ReadRows(id, 1, emb); err != nil {
+			return nil, fmt.Errorf("per_layer_token_embd.weight row %d: %w", id, err)
+		}
+		for il := range L {
+			seg := pl[t][il*PL : (il+1)*PL]
+			for i := range seg {
+				seg[i] *= sPrj
+			}
+			rmsNorm(seg, seg, norm, c.NormEps)
+			for i := range seg {
+				seg[i] = (seg[i] + emb[il*PL+i]*sEmb) * sIn
+			}
+		}
+	}
+	return pl, nil
 }
 
 func (s *Session) gemma4Layer(ctx context.Context, il int, x, pl [][]float32) error {
@@ -404,92 +414,17 @@ func (s *Session) gemma4Layer(ctx context.Context, il int, x, pl [][]float32) er
 	for t := range x {
 		rmsNorm(h[t], x[t], ly.attnNorm, c.NormEps)
 	}
-	base, factors := c.RopeBase, s.factors
-	if c.SWA[il] {
-		base, factors = c.RopeBaseSWA, nil
-	}
-	cache := make([]float32, nrot)
-	ropeHeads := func(r []float32, n int, pos int) {
-		ropeCache(cache, pos, nrot, base, 1, factors, c)
-		for hh := range n {
-			rope(r[hh*hd:], cache, nrot, ropeNeox)
-		}
-	}
-	q := rows(T, c.Heads*hd)
-	if err := s.mul(ctx, ly.wq, nil, h, q); err != nil {
-		return err
-	}
-	for t := range q {
-		for hh := range c.Heads {
-			seg := q[t][hh*hd : (hh+1)*hd]
-			rmsNorm(seg, seg, ly.qNorm, c.NormEps)
-		}
-		ropeHeads(q[t], c.Heads, s.n+t)
-	}
 	src, err := c.gemma4KVSource(il)
 	if err != nil {
 		return err
 	}
-	if src == il {
-		k, v := rows(T, kvh*hd), rows(T, kvh*hd)
-		if err := s.mul(ctx, ly.wk, nil, h, k); err != nil {
-			return err
-		}
-		if ly.wv != nil {
-			if err := s.mul(ctx, ly.wv, nil, h, v); err != nil {
-				return err
-			}
-		} else {
-			for t := range k {
-				copy(v[t], k[t])
-			}
-		}
-		ones := make([]float32, hd)
-		for i := range ones {
-			ones[i] = 1
-		}
-		for t := range k {
-			for hh := range kvh {
-				ks := k[t][hh*hd : (hh+1)*hd]
-				rmsNorm(ks, ks, ly.kNorm, c.NormEps)
-				vs := v[t][hh*hd : (hh+1)*hd]
-				rmsNorm(vs, vs, ones, c.NormEps)
-			}
-			ropeHeads(k[t], kvh, s.n+t)
-			copy(s.k[il][(s.n+t)*kvh*hd:], k[t])
-			copy(s.v[il][(s.n+t)*kvh*hd:], v[t])
-		}
+	a := gemmaAttn{wq: ly.wq, wk: ly.wk, wv: ly.wv, wo: ly.wo, qNorm: ly.qNorm, kNorm: ly.kNorm,
+		headDim: hd, headsKV: kvh, rot: nrot, src: src, srcHeadsKV: g.headsKV[src], base: c.RopeBase, factors: s.factors}
+	if c.SWA[il] {
+		a.base, a.factors = c.RopeBaseSWA, nil
 	}
-	att := rows(T, c.Heads*hd)
-	keys, vals := s.k[src], s.v[src]
-	group := c.Heads / g.headsKV[src]
-	for t := range q {
-		pos := s.n + t
-		lo := 0
-		if c.SWA[il] && c.SlidingWindow > 0 {
-			lo = max(0, pos-c.SlidingWindow+1)
-		}
-		scores := make([]float32, pos+1-lo)
-		for hh := range c.Heads {
-			gh := hh / group
-			qh := q[t][hh*hd : (hh+1)*hd]
-			for j := lo; j <= pos; j++ {
-				off := (j*g.headsKV[src] + gh) * hd
-				scores[j-lo] = dot(qh, keys[off:off+hd])
-			}
-			softmax(scores, c.AttnScale)
-			o := att[t][hh*hd : (hh+1)*hd]
-			for j := lo; j <= pos; j++ {
-				p := scores[j-lo]
-				off := (j*g.headsKV[src] + gh) * hd
-				for d, xv := range vals[off : off+hd] {
-					o[d] += p * xv
-				}
-			}
-		}
-	}
-	o := rows(T, c.Embd)
-	if err := s.mul(ctx, ly.wo, nil, att, o); err != nil {
+	o, err := s.gemmaAttention(ctx, il, a, h)
+	if err != nil {
 		return err
 	}
 	for t := range o {
@@ -547,6 +482,105 @@ func (s *Session) gemma4Layer(ctx context.Context, il int, x, pl [][]float32) er
 		}
 	}
 	return nil
+}
+
+// gemmaAttn is one block's attention as gemma3n and gemma4 run it.
+type gemmaAttn struct {
+	wq, wk, wv, wo        *matrix
+	qNorm, kNorm          []float32
+	headDim, headsKV, rot int
+	// src is the block whose cache the attention reads (a KV-shared block
+	// reads an earlier one's), srcHeadsKV its key/value heads.
+	src, srcHeadsKV int
+	base            float32
+	factors         []float32
+}
+
+// gemmaAttention is the attention of a gemma3n or gemma4 block: Q from h,
+// RMS-normalised per head and NeoX-rotated; on a block with its own cache,
+// K likewise and V (attn_v, else K's projection) RMS-normalised without a
+// weight, appended to the cache; soft-max (scale AttnScale) over block
+// a.src's cache within the sliding window; the output projection.
+func (s *Session) gemmaAttention(ctx context.Context, il int, a gemmaAttn, h [][]float32) ([][]float32, error) {
+	c := s.m.cfg
+	T, hd, kvh := len(h), a.headDim, a.headsKV
+	cache := make([]float32, a.rot)
+	ropeHeads := func(r []float32, n int, pos int) {
+		ropeCache(cache, pos, a.rot, a.base, 1, a.factors, c)
+		for hh := range n {
+			rope(r[hh*hd:], cache, a.rot, ropeNeox)
+		}
+	}
+	q := rows(T, c.Heads*hd)
+	if err := s.mul(ctx, a.wq, nil, h, q); err != nil {
+		return nil, err
+	}
+	for t := range q {
+		for hh := range c.Heads {
+			seg := q[t][hh*hd : (hh+1)*hd]
+			rmsNorm(seg, seg, a.qNorm, c.NormEps)
+		}
+		ropeHeads(q[t], c.Heads, s.n+t)
+	}
+	if a.src == il {
+		k, v := rows(T, kvh*hd), rows(T, kvh*hd)
+		if err := s.mul(ctx, a.wk, nil, h, k); err != nil {
+			return nil, err
+		}
+		if a.wv != nil {
+			if err := s.mul(ctx, a.wv, nil, h, v); err != nil {
+				return nil, err
+			}
+		} else {
+			for t := range k {
+				copy(v[t], k[t])
+			}
+		}
+		for t := range k {
+			for hh := range kvh {
+				ks := k[t][hh*hd : (hh+1)*hd]
+				rmsNorm(ks, ks, a.kNorm, c.NormEps)
+				vs := v[t][hh*hd : (hh+1)*hd]
+				rmsNormPlain(vs, vs, c.NormEps)
+			}
+			ropeHeads(k[t], kvh, s.n+t)
+			copy(s.k[il][(s.n+t)*kvh*hd:], k[t])
+			copy(s.v[il][(s.n+t)*kvh*hd:], v[t])
+		}
+	}
+	att := rows(T, c.Heads*hd)
+	keys, vals := s.k[a.src], s.v[a.src]
+	group := c.Heads / a.srcHeadsKV
+	for t := range q {
+		pos := s.n + t
+		lo := 0
+		if c.SWA[il] && c.SlidingWindow > 0 {
+			lo = max(0, pos-c.SlidingWindow+1)
+		}
+		scores := make([]float32, pos+1-lo)
+		for hh := range c.Heads {
+			gh := hh / group
+			qh := q[t][hh*hd : (hh+1)*hd]
+			for j := lo; j <= pos; j++ {
+				off := (j*a.srcHeadsKV + gh) * hd
+				scores[j-lo] = dot(qh, keys[off:off+hd])
+			}
+			softmax(scores, c.AttnScale)
+			o := att[t][hh*hd : (hh+1)*hd]
+			for j := lo; j <= pos; j++ {
+				p := scores[j-lo]
+				off := (j*a.srcHeadsKV + gh) * hd
+				for d, xv := range vals[off : off+hd] {
+					o[d] += p * xv
+				}
+			}
+		}
+	}
+	o := rows(T, c.Embd)
+	if err := s.mul(ctx, a.wo, nil, att, o); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // gemma4Tensors is ExpectedTensors for gemma4: load_arch_tensors of a dense

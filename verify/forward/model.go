@@ -31,6 +31,8 @@ type Model struct {
 	layers             []layer
 	// g4 holds gemma4's weights (gemma4.go) instead of layers.
 	g4 *gemma4Weights
+	// g3n holds gemma3n's weights beyond layers (gemma3n.go).
+	g3n *gemma3nWeights
 }
 
 // layer holds one block's weights; nil means the model has no such tensor.
@@ -64,6 +66,9 @@ type layer struct {
 	sinks                         []float32
 	bGateInp                      []float32
 	bGateExps, bUpExps, bDownExps []float32
+
+	// Falcon-40B's separate norm of the attention input.
+	attnNorm2, attnNorm2B []float32
 }
 
 // Config returns the model's configuration.
@@ -198,6 +203,8 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		b := func(s string) string { return fmt.Sprintf("blk.%d.%s", il, s) }
 		set(&ly.attnNorm, b("attn_norm.weight"))
 		set(&ly.attnNormB, b("attn_norm.bias"))
+		set(&ly.attnNorm2, b("attn_norm_2.weight"))
+		set(&ly.attnNorm2B, b("attn_norm_2.bias"))
 		set(&ly.wq, b("attn_q.weight"))
 		set(&ly.wk, b("attn_k.weight"))
 		set(&ly.wv, b("attn_v.weight"))
@@ -246,6 +253,11 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.bUpExps, b("ffn_up_exps.bias"))
 		set(&ly.bDownExps, b("ffn_down_exps.bias"))
 		if err != nil {
+			return nil, err
+		}
+	}
+	if cfg.g3n != nil {
+		if m.g3n, err = loadGemma3n(l, cfg); err != nil {
 			return nil, err
 		}
 	}

@@ -59,6 +59,13 @@ func layerNorm(dst, x, w, b []float32, eps float32) {
 		variance += float64(d * d)
 	}
 	scale := 1 / float32(math.Sqrt(float64(float32(variance/float64(len(x)))+eps)))
+	if w == nil {
+		// No weight either (olmo's non-parametric LayerNorm): ggml_norm alone.
+		for i := range dst {
+			dst[i] *= scale
+		}
+		return
+	}
 	if b == nil {
 		// No bias tensor (cohere2): ggml_norm × weight only.
 		for i := range dst {

@@ -128,14 +128,20 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 			}
 		}
 	}
-	if m.g4 != nil {
+	switch {
+	case m.g4 != nil:
 		if err := s.evalGemma4(ctx, tokens, x); err != nil {
 			return nil, err
 		}
-	}
-	for il := range m.layers {
-		if err := s.layer(ctx, il, x); err != nil {
+	case m.g3n != nil:
+		if err := s.evalGemma3n(ctx, tokens, x); err != nil {
 			return nil, err
+		}
+	default:
+		for il := range m.layers {
+			if err := s.layer(ctx, il, x); err != nil {
+				return nil, err
+			}
 		}
 	}
 	s.n += len(tokens)
@@ -165,17 +171,28 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 }
 
 // norm applies the architecture's normalisation with weight w (and bias b);
-// without a weight (exaone4's blocks have no pre-norms) it copies x.
+// a nil w is the plain ggml_norm / ggml_rms_norm.
 func (s *Session) norm(dst, x, w, b []float32) {
-	if w == nil {
-		copy(dst, x)
-		return
-	}
-	if s.m.cfg.arch.norm == normLayer {
+	switch {
+	case s.m.cfg.arch.norm == normLayer:
 		layerNorm(dst, x, w, b, s.m.cfg.NormEps)
-		return
+	case w == nil:
+		rmsNormPlain(dst, x, s.m.cfg.NormEps)
+	default:
+		rmsNorm(dst, x, w, s.m.cfg.NormEps)
 	}
-	rmsNorm(dst, x, w, s.m.cfg.NormEps)
+}
+
+// preNorm writes norm(x) with weight w and bias b to h, or x itself where
+// the architecture has no pre-norms (olmo2).
+func (s *Session) preNorm(h, x [][]float32, w, b []float32) {
+	for t := range x {
+		if s.m.cfg.arch.noPreNorm {
+			copy(h[t], x[t])
+		} else {
+			s.norm(h[t], x[t], w, b)
+		}
+	}
 }
 
 // layer runs block il on x (updated in place) for the tokens at positions
@@ -184,24 +201,27 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 	c, ly := s.m.cfg, &s.m.layers[il]
 	T := len(x)
 	h := rows(T, c.Embd)
-	for t := range x {
-		s.norm(h[t], x[t], ly.attnNorm, ly.attnNormB)
+	s.preNorm(h, x, ly.attnNorm, ly.attnNormB)
+	attnIn := h
+	if ly.attnNorm2 != nil {
+		// Falcon-40B: attention reads attn_norm_2(x) (ln_attn), the FFN
+		// attn_norm(x) (ln_mlp).
+		attnIn = rows(T, c.Embd)
+		s.preNorm(attnIn, x, ly.attnNorm2, ly.attnNorm2B)
 	}
 	attn := s.selfAttention
 	if c.arch.mla {
 		attn = s.mlaAttention
 	}
-	o, err := attn(ctx, il, ly, h)
+	o, err := attn(ctx, il, ly, attnIn)
 	if err != nil {
 		return err
 	}
-	if c.ParallelResidual {
-		// x + ffn(ln2(x)) + attn(ln1(x)), added in ggml's order; with
-		// sharedNorm the FFN reads ln1(x) too.
-		if !c.arch.sharedNorm {
-			for t := range x {
-				s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
-			}
+	if c.ParallelResidual || (c.arch.parallelWithoutFFNNorm && ly.ffnNorm == nil) {
+		// x + ffn(ln2(x)) + attn(ln1(x)), added in the graph's order; with
+		// sharedNorm (or no ffn_norm) the FFN reads ln1(x) too.
+		if !c.arch.sharedNorm && ly.ffnNorm != nil {
+			s.preNorm(h, x, ly.ffnNorm, ly.ffnNormB)
 		}
 		f := rows(T, c.Embd)
 		if err := s.ffn(ctx, ly, h, f); err != nil {
@@ -209,7 +229,14 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 		}
 		for t := range x {
 			for i := range x[t] {
-				x[t][i] = (f[t][i] + x[t][i]) + o[t][i]
+				switch c.arch.parallelSum {
+				case sumFFNInput:
+					x[t][i] = (f[t][i] + x[t][i]) + o[t][i]
+				case sumBranches:
+					x[t][i] = (o[t][i] + f[t][i]) + x[t][i]
+				case sumAttnInput:
+					x[t][i] = f[t][i] + (o[t][i] + x[t][i])
+				}
 			}
 		}
 		return nil
@@ -224,8 +251,8 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 		for i := range o[t] {
 			x[t][i] += o[t][i]
 		}
-		s.norm(h[t], x[t], ly.ffnNorm, ly.ffnNormB)
 	}
+	s.preNorm(h, x, ly.ffnNorm, ly.ffnNormB)
 	f := rows(T, c.Embd)
 	if err := s.ffn(ctx, ly, h, f); err != nil {
 		return err
@@ -254,18 +281,26 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 	if err := s.qkv(ctx, ly, h, q, k, v); err != nil {
 		return nil, err
 	}
-	if ly.qNorm != nil && !c.arch.qkNormAfterRope {
-		s.qkNorm(ly, q, k)
+	if !c.arch.qkNormAfterRope {
+		s.qkNorm(q, ly.qNorm, c.Heads)
+		s.qkNorm(k, ly.kNorm, c.HeadsKV)
 	}
 	noRope := c.NoRope != nil && c.NoRope[il]
 	if c.rope != ropeNone && (!c.arch.ropeSWAOnly || c.SWA[il]) && !noRope {
 		base, scale := c.RopeBase, c.RopeFreqScale
+		rc := c
 		if c.SWA[il] {
 			base, scale = c.RopeBaseSWA, c.RopeFreqScaleSWA
+			if c.arch.swaPlainRope {
+				// olmo2's SWA layers: ext_factor 0, attn_factor 1.
+				plain := *c
+				plain.RopeExtFactor, plain.RopeAttnFactor = 0, 1
+				rc = &plain
+			}
 		}
 		cache := make([]float32, c.Rot)
 		for t := range q {
-			ropeCache(cache, s.n+t, c.Rot, base, scale, s.factors, c)
+			ropeCache(cache, s.n+t, c.Rot, base, scale, s.factors, rc)
 			for hd := 0; hd < c.Heads; hd++ {
 				rope(q[t][hd*c.HeadDimK:], cache, c.Rot, c.rope)
 			}
@@ -274,8 +309,9 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 			}
 		}
 	}
-	if ly.qNorm != nil && c.arch.qkNormAfterRope {
-		s.qkNorm(ly, q, k)
+	if c.arch.qkNormAfterRope {
+		s.qkNorm(q, ly.qNorm, c.Heads)
+		s.qkNorm(k, ly.kNorm, c.HeadsKV)
 	}
 	if c.L2QK && !noRope {
 		// Llama4TextL2Norm: ggml_rms_norm without a weight, per head.
@@ -320,23 +356,28 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 	return o, nil
 }
 
-// qkNorm RMS-normalises Q and K with their norm weights: each head, or
-// with qkNormFull the whole projection at once.
-func (s *Session) qkNorm(ly *layer, q, k [][]float32) {
+// qkNorm normalises Q or K (heads heads wide) in place with weight w, if
+// the model has one, by the architecture's norm: over the full width
+// (olmo2), else head by head with one weight row for all heads (qwen3) or
+// one per head (command-r, stablelm: w holds heads rows).
+func (s *Session) qkNorm(x [][]float32, w []float32, heads int) {
 	c := s.m.cfg
-	for t := range q {
+	if w == nil {
+		return
+	}
+	d := c.HeadDimK
+	for t := range x {
 		if c.arch.qkNormFull {
-			rmsNorm(q[t], q[t], ly.qNorm, c.NormEps)
-			rmsNorm(k[t], k[t], ly.kNorm, c.NormEps)
+			s.norm(x[t], x[t], w, nil)
 			continue
 		}
-		for hd := 0; hd < c.Heads; hd++ {
-			seg := q[t][hd*c.HeadDimK : (hd+1)*c.HeadDimK]
-			rmsNorm(seg, seg, ly.qNorm, c.NormEps)
-		}
-		for hd := 0; hd < c.HeadsKV; hd++ {
-			seg := k[t][hd*c.HeadDimK : (hd+1)*c.HeadDimK]
-			rmsNorm(seg, seg, ly.kNorm, c.NormEps)
+		for hd := range heads {
+			seg := x[t][hd*d : (hd+1)*d]
+			hw := w
+			if len(w) == heads*d {
+				hw = w[hd*d : (hd+1)*d]
+			}
+			s.norm(seg, seg, hw, nil)
 		}
 	}
 }
@@ -353,6 +394,7 @@ func (s *Session) qkv(ctx context.Context, ly *layer, h, q, k, v [][]float32) er
 			if err := s.mul(ctx, p.w, p.b, h, p.out); err != nil {
 				return err
 			}
+			s.clamp(p.out)
 		}
 		return nil
 	}
@@ -365,12 +407,26 @@ func (s *Session) qkv(ctx context.Context, ly *layer, h, q, k, v [][]float32) er
 	if err := s.mul(ctx, ly.wqkv, bias, h, fused); err != nil {
 		return err
 	}
+	s.clamp(fused)
 	for t, r := range fused {
 		copy(q[t], r[:nq])
 		copy(k[t], r[nq:nq+nk])
 		copy(v[t], r[nq+nk:])
 	}
 	return nil
+}
+
+// clamp is build_qkv's ggml_clamp to ±ClampKQV (olmo), if set.
+func (s *Session) clamp(x [][]float32) {
+	lim := s.m.cfg.ClampKQV
+	if lim <= 0 {
+		return
+	}
+	for _, r := range x {
+		for i, v := range r {
+			r[i] = min(max(v, -lim), lim)
+		}
+	}
 }
 
 // ffn is llm_graph_context::build_ffn for the architecture's FFN kind, or
