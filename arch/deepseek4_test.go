@@ -2,6 +2,8 @@ package arch
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -81,5 +83,36 @@ func TestDeepseek4FP8Dequant(t *testing.T) {
 	}
 	if _, err := fp8BlockDequant(w, Input{Source: "w.scale", Shape: []int64{1, 1}}, 128); !errors.Is(err, readers.ErrScale) {
 		t.Errorf("1×1 scale for 130 rows: %v", err)
+	}
+}
+
+// TestTiktokenRemoteCodeRefused: Kimi K2 (a DeepSeek-V3 folder with
+// tiktoken.model and no tokenizer.json), Kimi-VL / K2.5 and HunYuan-A13B
+// are refused with an error saying what the converter needs.
+func TestTiktokenRemoteCodeRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"tiktoken.model", "tokenization_kimi.py"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v3 := `{"architectures":["DeepseekV3ForCausalLM"],"model_type":"deepseek_v3","num_hidden_layers":1,` +
+		`"hidden_size":8,"num_attention_heads":2,"qk_rope_head_dim":2,"qk_nope_head_dim":2,"v_head_dim":2,"vocab_size":16}`
+	var ue *UnsupportedError
+	if _, err := New(hp(t, v3), dir); !errors.As(err, &ue) || !strings.Contains(err.Error(), "tiktoken.model") {
+		t.Errorf("Kimi K2: %v", err)
+	}
+	if _, err := New(hp(t, v3), t.TempDir()); err != nil {
+		t.Errorf("DeepSeek-V3 without tiktoken.model: %v", err)
+	}
+	for name, want := range map[string]string{
+		"HunYuanMoEV1ForCausalLM":         "hy.tiktoken",
+		"KimiK25ForConditionalGeneration": "tokenization_kimi.py",
+		"DeepseekV4DSparkModel":           "--target-model-dir",
+	} {
+		_, err := New(hp(t, `{"architectures":["`+name+`"]}`), "")
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an UnsupportedError naming %s", name, err, want)
+		}
 	}
 }
