@@ -116,3 +116,22 @@ func TestTiktokenRemoteCodeRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDeepseek4ChatTemplate: DeepseekV4Model.__init__'s default template,
+// the 0731 one when the folder's name says 0731.
+func TestDeepseek4ChatTemplate(t *testing.T) {
+	h := `{` + deepseek4Base + `,"num_hash_layers":1}`
+	for dir, want := range map[string]string{"/m/DeepSeek-V4-Flash": deepseek4Template, "/m/DeepSeek-V4-Flash-0731": deepseek4Template0731} {
+		m, err := New(hp(t, h), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kvs := m.(interface{ EarlyKVs() []gguf.KV }).EarlyKVs()
+		if len(kvs) != 1 || kvs[0].Key != "tokenizer.chat_template" || kvs[0].Value.Any() != want {
+			t.Errorf("%s: %d pairs, want the template", dir, len(kvs))
+		}
+	}
+	if deepseek4Template == deepseek4Template0731 || deepseek4Template == "" {
+		t.Error("the two embedded templates are not distinct")
+	}
+}

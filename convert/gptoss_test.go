@@ -51,9 +51,10 @@ func TestDeepseek4Q4KMRefused(t *testing.T) {
 }
 
 // TestDeepseek4MalformedScale: an FP8 weight of the DeepSeek-V4 fixture
-// whose E8M0 scale is missing, of the wrong shape or NaN is refused with an
-// error naming the scale (the converter would multiply by a broadcast or a
-// NaN), and no output file is left behind.
+// whose E8M0 scale is missing, of the wrong shape or NaN, or an FP4 expert
+// without its scale or with one of the wrong shape, is refused with an
+// error naming the tensor (the converter would multiply by a broadcast or
+// a NaN), and no output file is left behind.
 func TestDeepseek4MalformedScale(t *testing.T) {
 	const w = "layers.1.attn.wq_b"
 	for _, tc := range []struct {
@@ -66,6 +67,15 @@ func TestDeepseek4MalformedScale(t *testing.T) {
 		}, nil},
 		{"scale shape", w + ".scale", func(path string) {
 			editSafetensorsHeader(t, path, func(h map[string]map[string]any) { h[w+".scale"]["shape"] = []int64{4, 1} })
+		}, nil},
+		{"no expert scale", "layers.2.ffn.experts.3.w2.weight", func(path string) {
+			editSafetensorsHeader(t, path, func(h map[string]map[string]any) {
+				h["x.unused"] = h["layers.2.ffn.experts.3.w2.scale"]
+				delete(h, "layers.2.ffn.experts.3.w2.scale")
+			})
+		}, nil},
+		{"expert scale shape", "layers.0.ffn.experts.1.w1.scale", func(path string) {
+			editSafetensorsHeader(t, path, func(h map[string]map[string]any) { h["layers.0.ffn.experts.1.w1.scale"]["shape"] = []int64{1, 32} })
 		}, nil},
 		{"NaN scale", w + ".scale", func(path string) {
 			b, err := os.ReadFile(path)
