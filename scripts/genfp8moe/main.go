@@ -19,7 +19,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -29,6 +28,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/ggufkit/ggufkit/scripts/internal/stgen"
 )
 
 // sizes are the model's dimensions.
@@ -95,7 +96,7 @@ func run(dir, tok string, s sizes) error {
 		return err
 	}
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		if err := copyFile(filepath.Join(tok, f), filepath.Join(dir, f)); err != nil {
+		if err := stgen.CopyFile(filepath.Join(tok, f), filepath.Join(dir, f)); err != nil {
 			return err
 		}
 	}
@@ -143,11 +144,7 @@ type tensor struct {
 }
 
 func (t tensor) bytes() int64 {
-	n := int64(map[string]int{"BF16": 2, "F32": 4, "F8_E4M3": 1}[t.dtype])
-	for _, d := range t.dims {
-		n *= int64(d)
-	}
-	return n
+	return stgen.Tensor{DType: t.dtype, Shape: t.dims}.Bytes()
 }
 
 // tensors lists the checkpoint's tensors in the Hub files' order (by name
@@ -192,65 +189,27 @@ func tensors(s sizes) []tensor {
 		tensor{"model.norm.weight", "BF16", []int{s.hidden}})
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
-// writeSafetensors writes the header (JSON padded with spaces to a
-// multiple of 8, as the safetensors library does) and every tensor's
-// values, streamed.
+// writeSafetensors writes the checkpoint, every tensor's values streamed.
 func writeSafetensors(path string, ts []tensor) error {
-	hdr := map[string]any{"__metadata__": map[string]string{"format": "pt", "generator": "ggufkit scripts/genfp8moe"}}
-	var off int64
-	for _, t := range ts {
-		hdr[t.name] = map[string]any{"dtype": t.dtype, "shape": t.dims, "data_offsets": []int64{off, off + t.bytes()}}
-		off += t.bytes()
+	entries := make([]stgen.Tensor, len(ts))
+	for i, t := range ts {
+		entries[i] = stgen.Tensor{Name: t.name, DType: t.dtype, Shape: t.dims}
 	}
-	js, err := json.Marshal(hdr)
-	if err != nil {
-		return err
-	}
-	for len(js)%8 != 0 {
-		js = append(js, ' ')
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 4<<20)
-	w.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(js))))
-	w.Write(js)
-	g := rng(0x9E3779B97F4A7C15)
-	buf := make([]byte, 1<<16)
-	for _, t := range ts {
-		for left := t.bytes(); left > 0; {
-			n := min(int64(len(buf)), left)
-			fill(buf[:n], t, &g)
-			if _, err := w.Write(buf[:n]); err != nil {
-				f.Close()
-				return err
+	return stgen.Write(path, map[string]string{"format": "pt", "generator": "ggufkit scripts/genfp8moe"}, entries, func(w io.Writer) error {
+		g := rng(0x9E3779B97F4A7C15)
+		buf := make([]byte, 1<<16)
+		for _, t := range ts {
+			for left := t.bytes(); left > 0; {
+				n := min(int64(len(buf)), left)
+				fill(buf[:n], t, &g)
+				if _, err := w.Write(buf[:n]); err != nil {
+					return err
+				}
+				left -= n
 			}
-			left -= n
 		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+		return nil
+	})
 }
 
 // rng is xorshift64.
