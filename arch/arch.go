@@ -176,10 +176,39 @@ func Supported() []string {
 // UnsupportedError is returned for an architecture without a plugin.
 type UnsupportedError struct {
 	Arch string
+	// Reason says why ggufkit does not convert it, when that is known
+	// (see refused).
+	Reason string
 }
 
 func (e *UnsupportedError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("arch: model architecture %q is not supported: %s", e.Arch, e.Reason)
+	}
 	return fmt.Sprintf("arch: model architecture %q is not supported; supported: %s", e.Arch, strings.Join(Supported(), ", "))
+}
+
+// Tokenizer reasons shared by refused entries.
+const (
+	kimiTiktoken = "Kimi's tokenizer is tiktoken.model read through its remote code (tokenization_kimi.py, " +
+		"TikTokenTokenizer), which DeepseekV2Model.set_vocab loads with trust_remote_code and names by hashing its " +
+		"output (\"kimi-k2\" only for the real 163,840-rank vocabulary); ggufkit has no reader for it (and with the tokenization_kimi.py " +
+		"at hand, the converter itself fails under transformers 5.24: cannot import name 'bytes_to_unicode')"
+)
+
+// refused names converter classes ggufkit knowingly does not convert, with
+// the reason an unsupported-architecture error gives.
+var refused = map[string]string{
+	"HunYuanMoEV1ForCausalLM": "HunYuanMoEModel.set_vocab always reads the remote-code tokenizer (tokenization_hy.py " +
+		"over hy.tiktoken, whose 127,957 ranks the code requires) and names its pre-tokenizer by hashing that " +
+		"tokenizer's output, which only the real Hunyuan-A13B vocabulary gives; ggufkit has no reader for it",
+	"KimiK25ForConditionalGeneration": kimiTiktoken,
+	"KimiVLForConditionalGeneration":  kimiTiktoken,
+	"DeepseekV32ForCausalLM": "DeepseekV32Model.set_vocab asserts the tokenizer's add_bos_token, which transformers " +
+		"5.24 drops whenever the folder has a tokenizer.json, so llama.cpp's converter fails on every DeepSeek-V3.2 " +
+		"checkpoint",
+	"DeepseekV4DSparkModel": "a DeepSeek-V4 DSpark (DFlash) draft model, converted by llama.cpp with " +
+		"--target-model-dir; ggufkit converts DeepseekV4ForCausalLM only",
 }
 
 // New builds the plugin of the model in dir described by h, from its
@@ -200,7 +229,7 @@ func New(h HParams, dir string) (Model, error) {
 	}
 	c, ok := registry[name]
 	if !ok {
-		return nil, &UnsupportedError{Arch: name}
+		return nil, &UnsupportedError{Arch: name, Reason: refused[name]}
 	}
 	h, err := autoConfig(h)
 	if err != nil {

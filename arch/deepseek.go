@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -185,6 +187,11 @@ func newDeepseek2(kind deepseek2Kind) Constructor {
 			}
 			nextn = n
 		}
+		if kind == deepseekV2 && dir != "" && isFile(filepath.Join(dir, "tiktoken.model")) && !isFile(filepath.Join(dir, "tokenizer.json")) {
+			// Kimi K2 (DeepseekV3ForCausalLM): set_vocab's fallback after
+			// the gpt2 routine.
+			return nil, &UnsupportedError{Arch: "Kimi K2 (DeepseekV3ForCausalLM with tiktoken.model)", Reason: kimiTiktoken}
+		}
 		hb := maps.Clone(h)
 		hb["num_hidden_layers"] = jsonInt(main + nextn)
 		t, err := newText(ggufArch, hb, dir)
@@ -196,12 +203,18 @@ func newDeepseek2(kind deepseek2Kind) Constructor {
 	}
 }
 
+// isFile reports whether path is a regular file.
+func isFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
 // jsonInt is n as a decoded config.json integer.
 func jsonInt(n int64) any { return json.Number(strconv.FormatInt(n, 10)) }
 
 // Vocab is DeepseekV2Model.set_vocab: the gpt2 routine (Kimi K2's tiktoken
-// vocabulary, its fallback, is not supported); Glm4MoeLiteModel's is
-// _set_vocab_glm.
+// vocabulary, its fallback, is refused by the constructor);
+// Glm4MoeLiteModel's is _set_vocab_glm.
 func (m *deepseek2) Vocab() VocabKind {
 	if m.kind == glm4MoeLite {
 		return VocabGLM

@@ -88,7 +88,6 @@ func repackMXFP4(name string, bid int, blocks, scales Input, sel mxfp4Rows) (Out
 				return nil, fmt.Errorf("MXFP4 repack of %q: %d code bytes and %d scales for %d blocks", blocks.Source, len(codes), len(exps), nBlocks)
 			}
 			out := make([]byte, 0, outer*outRows*nb*(1+mxfp4BlockBytes))
-			var v [mxfp4BlockValues]byte
 			for o := range outer {
 				for r := range rows {
 					if sel == mxfp4EvenRows && r%2 != 0 || sel == mxfp4OddRows && r%2 == 0 {
@@ -96,18 +95,27 @@ func repackMXFP4(name string, bid int, blocks, scales Input, sel mxfp4Rows) (Out
 					}
 					for k := range nb {
 						blk := (o*rows+r)*nb + k
-						in := codes[blk*mxfp4BlockBytes : (blk+1)*mxfp4BlockBytes]
-						for i, c := range in {
-							v[2*i], v[2*i+1] = c&0x0F, c>>4
-						}
-						out = append(out, exps[blk])
-						for j := range mxfp4BlockValues / 2 {
-							out = append(out, v[j]|v[j+mxfp4BlockValues/2]<<4)
-						}
+						out = appendMXFP4Block(out, exps[blk], codes[blk*mxfp4BlockBytes:(blk+1)*mxfp4BlockBytes])
 					}
 				}
 			}
 			return out, nil
 		},
 	}, nil
+}
+
+// appendMXFP4Block appends one ggml block_mxfp4 to out: the exponent byte,
+// then the 16 checkpoint code bytes (byte i holding value 2i in its low
+// nibble and 2i+1 in its high one) regrouped so that byte j holds value j
+// low and value j+16 high.
+func appendMXFP4Block(out []byte, exp byte, codes []byte) []byte {
+	var v [mxfp4BlockValues]byte
+	for i, c := range codes[:mxfp4BlockBytes] {
+		v[2*i], v[2*i+1] = c&0x0F, c>>4
+	}
+	out = append(out, exp)
+	for j := range mxfp4BlockValues / 2 {
+		out = append(out, v[j]|v[j+mxfp4BlockValues/2]<<4)
+	}
+	return out
 }

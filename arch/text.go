@@ -167,6 +167,24 @@ func (k *kv) f32(suffix string, v any) error {
 	return nil
 }
 
+// boolean is an add_* of a bool key.
+func (k *kv) boolean(suffix string, v any) error {
+	b, ok := v.(bool)
+	if !ok {
+		return fmt.Errorf("%w: %s: %s is not a boolean", ErrConfig, k.key(suffix), describe(v))
+	}
+	k.l.Set(k.key(suffix), gguf.Bool(b))
+	return nil
+}
+
+// i32Array is an add_array of a list of ints: INT32.
+func (k *kv) i32Array(suffix string, v any) error {
+	if _, ok := v.([]any); !ok {
+		return fmt.Errorf("%w: %s: %s is not a list of integers", ErrConfig, k.key(suffix), describe(v))
+	}
+	return k.u32OrArray(suffix, v)
+}
+
 // u32OrArray is add_feed_forward_length / add_head_count: an int, or a
 // per-layer list written as an array.
 func (k *kv) u32OrArray(suffix string, v any) error {

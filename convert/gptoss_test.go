@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,6 +29,89 @@ func TestGptOssMXFP4Q4KMRefused(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(out); len(ents) > 0 {
 		t.Errorf("left %s behind", ents[0].Name())
+	}
+}
+
+// TestDeepseek4Q4KMRefused: DeepseekV4Model writes the dequantized FP8
+// weights as Q8_0 whatever the outtype, so llama-quantize refuses the
+// Q4_K_M of the fixture's F16 conversion ("requantizing from type q8_0 is
+// disabled") and there is no expected-Q4_K_M.json; the one pass refuses
+// it the same way and leaves no file.
+func TestDeepseek4Q4KMRefused(t *testing.T) {
+	dir := filepath.Join(fixtures, "deepseek4")
+	src := assemble(t, dir, loadFixture(t, dir), false)
+	out := t.TempDir()
+	_, err := Run(context.Background(), src, Options{OutType: "Q4_K_M", OutFile: filepath.Join(out, "out.gguf")})
+	if !errors.Is(err, requantize.ErrRequantize) || !strings.Contains(err.Error(), "Q8_0") {
+		t.Fatalf("Q4_K_M of a DeepSeek-V4 checkpoint: %v, want %v from Q8_0", err, requantize.ErrRequantize)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) > 0 {
+		t.Errorf("left %s behind", ents[0].Name())
+	}
+}
+
+// TestDeepseek4MalformedScale: an FP8 weight of the DeepSeek-V4 fixture
+// whose E8M0 scale is missing, of the wrong shape or NaN, or an FP4 expert
+// without its scale or with one of the wrong shape, is refused with an
+// error naming the tensor (the converter would multiply by a broadcast or
+// a NaN), and no output file is left behind.
+func TestDeepseek4MalformedScale(t *testing.T) {
+	const w = "layers.1.attn.wq_b"
+	for _, tc := range []struct {
+		name, want string
+		edit       func(path string)
+		modes      []string
+	}{
+		{"no scale", w + ".scale", func(path string) {
+			editSafetensorsHeader(t, path, func(h map[string]map[string]any) { h["x.unused"] = h[w+".scale"]; delete(h, w+".scale") })
+		}, nil},
+		{"scale shape", w + ".scale", func(path string) {
+			editSafetensorsHeader(t, path, func(h map[string]map[string]any) { h[w+".scale"]["shape"] = []int64{4, 1} })
+		}, nil},
+		{"no expert scale", "layers.2.ffn.experts.3.w2.weight", func(path string) {
+			editSafetensorsHeader(t, path, func(h map[string]map[string]any) {
+				h["x.unused"] = h["layers.2.ffn.experts.3.w2.scale"]
+				delete(h, "layers.2.ffn.experts.3.w2.scale")
+			})
+		}, nil},
+		{"expert scale shape", "layers.0.ffn.experts.1.w1.scale", func(path string) {
+			editSafetensorsHeader(t, path, func(h map[string]map[string]any) { h["layers.0.ffn.experts.1.w1.scale"]["shape"] = []int64{1, 32} })
+		}, nil},
+		{"NaN scale", w + ".scale", func(path string) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := binary.LittleEndian.Uint64(b)
+			var hdr map[string]json.RawMessage
+			if err := json.Unmarshal(b[8:8+n], &hdr); err != nil {
+				t.Fatal(err)
+			}
+			var e struct {
+				Offsets [2]uint64 `json:"data_offsets"`
+			}
+			if err := json.Unmarshal(hdr[w+".scale"], &e); err != nil {
+				t.Fatal(err)
+			}
+			b[8+n+e.Offsets[0]] = 0xff // E8M0 NaN
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"plan", "f16", "q8_0 split"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(fixtures, "deepseek4")
+			src := assemble(t, dir, loadFixture(t, dir), false)
+			tc.edit(filepath.Join(src, "model.safetensors"))
+			for mode, err := range convertModes(t, src) {
+				if tc.modes != nil && !slices.Contains(tc.modes, mode) {
+					continue
+				}
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: error %v, want one naming %s", mode, err, tc.want)
+				}
+			}
+		})
 	}
 }
 

@@ -35,8 +35,16 @@ func (j *job) runQuantized(ctx context.Context, kvs []gguf.KV, tensors []Tensor,
 			rs, _ := typ.RowSize(uint64(t.RowLen()))
 			size = rs * uint64(t.Elements()/t.RowLen())
 		case t.Type != gguf.F32:
-			// The F32 conversion keeps every tensor in F32.
-			return nil, fmt.Errorf("convert: tensor %q planned as %s in an F32 conversion", t.Name, t.Type)
+			// A type the model forces whatever the outtype
+			// (DeepseekV4Model's Q8_0 and BF16): llama-quantize reads the
+			// tensor in that type from the F16 conversion too. Any other
+			// type is a planning bug.
+			if ft, _ := tensorType(j.plugin, &t.Output, gguf.FileTypeF16); ft != t.Type {
+				return nil, fmt.Errorf("convert: tensor %q planned as %s in an F32 conversion", t.Name, t.Type)
+			}
+			typ = t.Type
+			rs, _ := typ.RowSize(uint64(t.RowLen()))
+			size = rs * uint64(t.Elements()/t.RowLen())
 		case j.plugin != nil && !mix.AllowsQuantization(j.plugin.Arch(), t.Name, t.GGUFShape(), keep) && sourceDType(t) != readers.F32:
 			// llama-quantize keeps such a tensor in the type of the file
 			// it reads, and the reference is its run on the F16
@@ -180,7 +188,9 @@ func (m *f32Model) Data(t *requantize.InputTensor) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, uint64(len(v))*uint64(t.Type.TypeSize()))
+	// F32, or the type the model forces (Q8_0, BF16): whole rows.
+	rs, _ := t.Type.RowSize(uint64(ct.RowLen()))
+	buf := make([]byte, rs*(uint64(len(v))/uint64(ct.RowLen())))
 	// By rows, so that a non-finite value is reported at its row and column.
 	if err := quantize.Encode(t.Type, buf, v, int(ct.RowLen()), nil); err != nil {
 		return nil, err

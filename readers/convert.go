@@ -22,7 +22,7 @@ func (d DType) Size() int {
 		return 4
 	case F16, BF16, I16, U16:
 		return 2
-	case F8E4M3, F8E5M2, I8, U8, Bool:
+	case F8E4M3, F8E5M2, F8E8M0, I8, U8, Bool:
 		return 1
 	}
 	return 0
@@ -80,6 +80,10 @@ func ToFloat32(dst []float32, src []byte, dt DType) error {
 	case F8E5M2:
 		for i, b := range src {
 			dst[i] = f8e5m2Table[b]
+		}
+	case F8E8M0:
+		for i, b := range src {
+			dst[i] = F8E8M0ToFloat32(b)
 		}
 	case I64:
 		for i := range dst {
@@ -179,6 +183,20 @@ func F8E4M3ToFloat32(b uint8) float32 {
 // F8E5M2ToFloat32 returns the float32 value of a float8_e5m2 byte: the top
 // byte of an IEEE half (1 sign, 5 exponent, 2 mantissa bits, with Inf/NaN).
 func F8E5M2ToFloat32(b uint8) float32 { return F16ToFloat32(uint16(b) << 8) }
+
+// F8E8M0ToFloat32 returns the float32 value of a float8_e8m0fnu byte: an
+// unsigned, biased (127) exponent alone, 2^(b-127); 0xFF is NaN. The bits
+// are torch's: 0 is 2^-127 (a float32 subnormal), NaN the bits
+// 0x7F800001 (c10::Float8_e8m0fnu).
+func F8E8M0ToFloat32(b uint8) float32 {
+	switch b {
+	case 0xff:
+		return math.Float32frombits(0x7f800001)
+	case 0:
+		return math.Float32frombits(0x00400000)
+	}
+	return math.Float32frombits(uint32(b) << 23)
+}
 
 // littleEndian is true on hosts whose float32 memory layout is the
 // little-endian byte order of safetensors data.

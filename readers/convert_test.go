@@ -15,7 +15,7 @@ func TestDTypeSize(t *testing.T) {
 		d    DType
 		size int
 	}{
-		{F64, 8}, {F32, 4}, {F16, 2}, {BF16, 2}, {F8E4M3, 1}, {F8E5M2, 1},
+		{F64, 8}, {F32, 4}, {F16, 2}, {BF16, 2}, {F8E4M3, 1}, {F8E5M2, 1}, {F8E8M0, 1},
 		{I64, 8}, {I32, 4}, {I16, 2}, {I8, 1}, {U64, 8}, {U32, 4}, {U16, 2}, {U8, 1}, {Bool, 1},
 		{Unknown, 0}, {"F4", 0}, {"f32", 0},
 	} {
@@ -154,6 +154,8 @@ func TestToFloat32(t *testing.T) {
 		{"f16", F16, le(0x3c00, 0x7bff, 0x0001, 0xfc00), []float32{1, 65504, 0x1p-24, float32(math.Inf(-1))}},
 		{"f8_e4m3", F8E4M3, le(0x38, 0xfe, 0x08), []float32{1, -448, 0x1p-6}},
 		{"f8_e5m2", F8E5M2, le(0x3c, 0xfb, 0x7c), []float32{1, -57344, float32(math.Inf(1))}},
+		// torch.float8_e8m0fnu: 2^(b-127), 0 is 2^-127, 0xFF the NaN 0x7F800001.
+		{"f8_e8m0", F8E8M0, le(127, 128, 0, 0xfe, 0xff), []float32{1, 2, 0x1p-127, 0x1p127, math.Float32frombits(0x7f800001)}},
 		{"i64", I64, le(neg(-3), 1<<62, neg(math.MinInt64), (1<<24)+1), []float32{-3, 0x1p62, -0x1p63, 1 << 24}},
 		{"u64", U64, le(math.MaxUint64, 7), []float32{0x1p64, 7}},
 		{"i32", I32, le(neg(-2147483648), 16777217), []float32{-2147483648, 16777216}},

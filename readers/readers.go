@@ -28,6 +28,7 @@ const (
 	BF16    DType = "BF16"
 	F8E4M3  DType = "F8_E4M3"
 	F8E5M2  DType = "F8_E5M2"
+	F8E8M0  DType = "F8_E8M0" // torch.float8_e8m0fnu: a power-of-two scale (DeepSeek-V4)
 	I64     DType = "I64"
 	I32     DType = "I32"
 	I16     DType = "I16"

@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/ggufkit/ggufkit/scripts/internal/stgen"
 )
 
 type shape struct {
@@ -72,7 +73,7 @@ func run(dir, tok string, layers, hidden, ffn, heads, kvHeads int) error {
 		return err
 	}
 	for _, f := range []string{"tokenizer.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"} {
-		if err := copyFile(filepath.Join(tok, f), filepath.Join(dir, f)); err != nil {
+		if err := stgen.CopyFile(filepath.Join(tok, f), filepath.Join(dir, f)); err != nil {
 			return err
 		}
 	}
@@ -95,73 +96,35 @@ func run(dir, tok string, layers, hidden, ffn, heads, kvHeads int) error {
 	return writeSafetensors(filepath.Join(dir, "model.safetensors"), ts)
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 func writeSafetensors(path string, ts []shape) error {
-	hdr := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
-	var off int64
-	for _, t := range ts {
-		n := int64(2)
-		for _, d := range t.dims {
-			n *= int64(d)
-		}
-		hdr[t.name] = map[string]any{"dtype": "BF16", "shape": t.dims, "data_offsets": []int64{off, off + n}}
-		off += n
+	entries := make([]stgen.Tensor, len(ts))
+	var total int64
+	for i, t := range ts {
+		entries[i] = stgen.Tensor{Name: t.name, DType: "BF16", Shape: t.dims}
+		total += entries[i].Bytes()
 	}
-	js, err := json.Marshal(hdr)
-	if err != nil {
-		return err
-	}
-	for len(js)%8 != 0 {
-		js = append(js, ' ')
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 4<<20)
-	w.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(js))))
-	w.Write(js)
-	buf := make([]byte, 1<<16)
-	x := uint64(0x9E3779B97F4A7C15)
-	for left := off; left > 0; {
-		n := min(int64(len(buf)), left)
-		for j := int64(0); j < n; j += 8 {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-			for k := range int64(4) {
-				if j+2*k+1 < n {
-					// Sign, 7 mantissa bits, exponent 117…124: |w| < 2^-2.
-					r := uint16(x >> (16 * k))
-					binary.LittleEndian.PutUint16(buf[j+2*k:], r&0x8000|(117+(r>>7)&7)<<7|r&0x7F)
+	return stgen.Write(path, map[string]string{"format": "pt"}, entries, func(w io.Writer) error {
+		buf := make([]byte, 1<<16)
+		x := uint64(0x9E3779B97F4A7C15)
+		for left := total; left > 0; {
+			n := min(int64(len(buf)), left)
+			for j := int64(0); j < n; j += 8 {
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+				for k := range int64(4) {
+					if j+2*k+1 < n {
+						// Sign, 7 mantissa bits, exponent 117…124: |w| < 2^-2.
+						r := uint16(x >> (16 * k))
+						binary.LittleEndian.PutUint16(buf[j+2*k:], r&0x8000|(117+(r>>7)&7)<<7|r&0x7F)
+					}
 				}
 			}
+			if _, err := w.Write(buf[:n]); err != nil {
+				return err
+			}
+			left -= n
 		}
-		if _, err := w.Write(buf[:n]); err != nil {
-			f.Close()
-			return err
-		}
-		left -= n
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+		return nil
+	})
 }
