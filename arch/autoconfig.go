@@ -86,6 +86,8 @@ var derivedKeys = map[string][]derivation{
 	"smollm3": {deriveKVHeads},
 	"cohere":  {deriveKVHeads},
 	"exaone4": {deriveExaone4LayerTypes},
+	// NomicBertConfig: head_dim = hidden_size // num_attention_heads.
+	"nomic_bert": {deriveHeadDim},
 	// SeedOssConfig: head_dim and num_key_value_heads as LlamaConfig.
 	"seed_oss": {deriveHeadDim, deriveKVHeads},
 	// Gemma4TextConfig: default layer types (5 sliding to 1 full), the

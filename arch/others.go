@@ -433,7 +433,17 @@ type bert struct {
 }
 
 func newBert(h HParams, dir string) (Model, error) {
-	t, err := newText("bert", h, dir)
+	m, err := newBertArch("bert", h, dir)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// newBertArch is BertModel.__init__ under a subclass's architecture: the
+// classifier labels of id2label, AutoConfig's two placeholders excepted.
+func newBertArch(arch string, h HParams, dir string) (*bert, error) {
+	t, err := newText(arch, h, dir)
 	if err != nil {
 		return nil, err
 	}
