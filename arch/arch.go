@@ -103,6 +103,7 @@ const (
 	VocabGemma4        VocabKind = "gemma4"        // Gemma4Model.set_vocab
 	VocabPhi3          VocabKind = "phi3"          // Phi3MiniModel.set_vocab
 	VocabBert          VocabKind = "bert"          // BertModel.set_vocab (WordPiece)
+	VocabT5            VocabKind = "t5"            // T5Model.set_vocab (SentencePiece Unigram)
 	VocabChatGLM       VocabKind = "chatglm"       // ChatGLMModel.set_vocab
 	VocabGLM4          VocabKind = "glm4"          // Glm4Model.set_vocab
 	VocabGLM           VocabKind = "glm"           // _set_vocab_glm (Glm4MoeModel)
@@ -207,6 +208,9 @@ var refused = map[string]string{
 	"DeepseekV32ForCausalLM": "DeepseekV32Model.set_vocab asserts the tokenizer's add_bos_token, which transformers " +
 		"5.24 drops whenever the folder has a tokenizer.json, so llama.cpp's converter fails on every DeepSeek-V3.2 " +
 		"checkpoint",
+	"ModernBertForMaskedLM": "llama.cpp's converter fails on every ModernBertForMaskedLM checkpoint (Can not map " +
+		"tensor 'decoder.bias': the masked-LM decoder's bias, which ModernBertConfig's decoder_bias true gives, has no " +
+		"GGUF name); convert the encoder saved as ModernBertModel",
 	"DeepseekV4DSparkModel": "a DeepSeek-V4 DSpark (DFlash) draft model, converted by llama.cpp with " +
 		"--target-model-dir; ggufkit converts DeepseekV4ForCausalLM only",
 }

@@ -88,6 +88,11 @@ var derivedKeys = map[string][]derivation{
 	"exaone4": {deriveExaone4LayerTypes},
 	// NomicBertConfig: head_dim = hidden_size // num_attention_heads.
 	"nomic_bert": {deriveHeadDim},
+	// T5Config, MT5Config, UMT5Config: num_decoder_layers = num_layers
+	// when None.
+	"t5":   {deriveDecoderLayers},
+	"mt5":  {deriveDecoderLayers},
+	"umt5": {deriveDecoderLayers},
 	// SeedOssConfig: head_dim and num_key_value_heads as LlamaConfig.
 	"seed_oss": {deriveHeadDim, deriveKVHeads},
 	// Gemma4TextConfig: default layer types (5 sliding to 1 full), the
@@ -126,6 +131,12 @@ func deriveHeadDim(h HParams) {
 func deriveKVHeads(h HParams) {
 	if unset(h, "num_key_value_heads") && !unset(h, "num_attention_heads") {
 		h["num_key_value_heads"] = h["num_attention_heads"]
+	}
+}
+
+func deriveDecoderLayers(h HParams) {
+	if unset(h, "num_decoder_layers") && !unset(h, "num_layers") {
+		h["num_decoder_layers"] = h["num_layers"]
 	}
 }
 

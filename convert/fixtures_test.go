@@ -99,6 +99,8 @@ var aliasesWithoutFixture = map[string]string{
 	"Gemma4ForCausalLM":     "Gemma4ForConditionalGeneration",
 	"Gemma3nForCausalLM":    "Gemma3nForConditionalGeneration",
 	"Ernie4_5_ForCausalLM":  "Ernie4_5ForCausalLM",
+	// JinaBertV2Model's two names: the same remote-code checkpoints.
+	"JinaBertModel": "JinaBertForMaskedLM",
 }
 
 func TestFixtures(t *testing.T) {

@@ -21,6 +21,7 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabGemma4:        load.Gemma4,
 	arch.VocabPhi3:          load.Phi3,
 	arch.VocabBert:          load.Bert,
+	arch.VocabT5:            load.T5,
 	arch.VocabChatGLM:       load.ChatGLM,
 	arch.VocabGLM4:          load.GLM4,
 	arch.VocabGLM:           load.GLM,

@@ -1220,6 +1220,10 @@ def check_prompt(tokdir, tok):
         import sentencepiece as spm
         sp = spm.SentencePieceProcessor(model_file=os.path.join(tokdir, "tokenizer.model"))
         ids = [sp.bos_id()] + sp.encode(p["text"])
+    elif tok == "t5":
+        import sentencepiece as spm
+        sp = spm.SentencePieceProcessor(model_file=os.path.join(tokdir, "spiece.model"))
+        ids = sp.encode(p["text"]) + [sp.eos_id()]
     elif tok == "gpt2":
         from tokenizers import Tokenizer
         ids = Tokenizer.from_file(os.path.join(tokdir, "tokenizer.json")).encode(p["text"]).ids
@@ -1307,12 +1311,13 @@ def write_logits(out, name):
         model.eval()
         ids = torch.tensor([prompt["ids"]])
         res = model(input_ids=ids)
-    if spec["cls"] == "BertModel":
+    if getattr(res, "logits", None) is None:  # an encoder without a head (BertModel, ModernBertModel …)
         kind = "last_hidden_state"
         full = res.last_hidden_state[0].float().numpy()
     else:
         kind = "logits"
-        full = res.logits[0].float().numpy()
+        # a sequence classifier's logits are one row of scores per sequence
+        full = (res.logits if res.logits.ndim == 2 else res.logits[0]).float().numpy()
     full = np.ascontiguousarray(full, dtype="<f4")
     n, width = full.shape
     if kind == "logits" and width > FULL_LOGITS_MAX_VOCAB:
