@@ -59,6 +59,10 @@ func TestEncoderRefusals(t *testing.T) {
 			map[string]string{"tokenizer_config.json": `{"tokenizer_class":"RobertaTokenizer"}`}, "RobertaTokenizer"},
 		{"JinaNoTokenizerClass", `{"architectures":["JinaBertModel"],"model_type":"bert","num_hidden_layers":1}`,
 			map[string]string{"tokenizer_config.json": `{}`}, "no tokenizer_class"},
+		{"NeoBERTTwoLabels", `{"architectures":["NeoBERTForSequenceClassification"],"model_type":"neobert",` +
+			`"num_hidden_layers":1,"id2label":{"0":"negative","1":"positive"}}`, nil, "KeyError: 0"},
+		{"T5NullDModel", `{"architectures":["T5ForConditionalGeneration"],"model_type":"t5","num_layers":1,"d_model":null}`,
+			nil, "t5.embedding_length: null is not a uint32"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
