@@ -411,30 +411,33 @@ func (w *Writer) Close() error {
 	return nil
 }
 
-// publish moves the finished temporary file to the destination: a rename
-// when overwriting, otherwise a hard link (which fails if the destination
+// publish moves the finished temporary file to the destination.
+func (w *Writer) publish() error { return publishFile(w.tmp.Name(), w.path, w.opts.Overwrite) }
+
+// publishFile moves a finished temporary file to path: a rename when
+// overwriting, otherwise a hard link (which fails if the destination
 // appeared meanwhile) followed by removing the temporary name.
-func (w *Writer) publish() error {
-	if w.opts.Overwrite {
-		if err := os.Rename(w.tmp.Name(), w.path); err != nil {
+func publishFile(tmp, path string, overwrite bool) error {
+	if overwrite {
+		if err := os.Rename(tmp, path); err != nil {
 			return fmt.Errorf("writer: %w", err)
 		}
 		return nil
 	}
-	if err := os.Link(w.tmp.Name(), w.path); err != nil {
+	if err := os.Link(tmp, path); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%w: %s", ErrExists, w.path)
+			return fmt.Errorf("%w: %s", ErrExists, path)
 		}
 		// Filesystems without hard links: fall back to a checked rename.
-		if _, statErr := os.Lstat(w.path); statErr == nil {
-			return fmt.Errorf("%w: %s", ErrExists, w.path)
+		if _, statErr := os.Lstat(path); statErr == nil {
+			return fmt.Errorf("%w: %s", ErrExists, path)
 		}
-		if err := os.Rename(w.tmp.Name(), w.path); err != nil {
+		if err := os.Rename(tmp, path); err != nil {
 			return fmt.Errorf("writer: %w", err)
 		}
 		return nil
 	}
-	return os.Remove(w.tmp.Name())
+	return os.Remove(tmp)
 }
 
 // Abort discards the output: the temporary file is removed and later calls

@@ -43,6 +43,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			mergeCommand(),
 			quantizeCommand(),
 			splitCommand(),
+			perplexityCommand(),
 			tokenizeCommand(),
 			verifyCommand(),
 		},
