@@ -360,10 +360,10 @@ func (s *Stats) WriteGGUF(ctx context.Context, path string, overwrite bool) erro
 		for i, c := range e.Counts {
 			counts[i] = float32(c)
 		}
-		if err := w.AddTensor(name+".in_sum2", gguf.F32, []uint64{uint64(len(e.Sums) / nmat), uint64(nmat)}); err != nil {
+		if err := w.AddTensor(name+".in_sum2", gguf.F32, nDims(uint64(len(e.Sums)/nmat), uint64(nmat))); err != nil {
 			return err
 		}
-		if err := w.AddTensor(name+".counts", gguf.F32, []uint64{1, uint64(nmat)}); err != nil {
+		if err := w.AddTensor(name+".counts", gguf.F32, nDims(1, uint64(nmat))); err != nil {
 			return err
 		}
 		outs = append(outs, out{name + ".in_sum2", e.Sums}, out{name + ".counts", counts})
@@ -381,6 +381,15 @@ func (s *Stats) WriteGGUF(ctx context.Context, path string, overwrite bool) erro
 		}
 	}
 	return w.Close()
+}
+
+// nDims drops trailing dimensions of 1, as ggml_n_dims does when gguf.cpp
+// writes a tensor's shape (a [64, 1] tensor is stored as [64]).
+func nDims(shape ...uint64) []uint64 {
+	for len(shape) > 1 && shape[len(shape)-1] == 1 {
+		shape = shape[:len(shape)-1]
+	}
+	return shape
 }
 
 func (s *Stats) sortedLocked() []string {
