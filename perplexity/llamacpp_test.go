@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ggufkit/ggufkit/verify/forward"
 )
 
 // TestAgainstLlamaCpp scores the bundled stories260K model on the reference
@@ -27,7 +29,7 @@ func TestAgainstLlamaCpp(t *testing.T) {
 	if err := json.Unmarshal(b, &want); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Load(filepath.Join("..", want.Model), 0)
+	l, err := Load(filepath.Join("..", want.Model), forward.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,13 +32,14 @@ type Loaded struct {
 }
 
 // Load opens a GGUF (or the first file of a gguf-split set) for scoring
-// with threads goroutines (0: all CPUs). Close releases it.
-func Load(path string, threads int) (*Loaded, error) {
+// with the forward pass's options (threads; an activation observer for
+// llama-imatrix's statistics). Close releases it.
+func Load(path string, fopts forward.Options) (*Loaded, error) {
 	f, err := verify.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	l, err := load(f, threads)
+	l, err := load(f, fopts)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -46,20 +47,20 @@ func Load(path string, threads int) (*Loaded, error) {
 	return l, nil
 }
 
-func load(f *verify.File, threads int) (*Loaded, error) {
+func load(f *verify.File, fopts forward.Options) (*Loaded, error) {
 	kvs := forward.KVMap(f.KVs)
 	tok, err := tokenizer.Load(kvs)
 	if err != nil {
 		return nil, err
 	}
 	if tok.AddEOS() {
-		return nil, fmt.Errorf("the vocabulary adds an EOS token after the text, which perplexity cannot score (llama-perplexity refuses it too)")
+		return nil, fmt.Errorf("the vocabulary adds an EOS token after the text, which cannot be scored (llama-perplexity and llama-imatrix refuse it too)")
 	}
 	cfg, err := forward.ParseConfig(kvs)
 	if err != nil {
 		return nil, err
 	}
-	m, err := forward.Load(cfg, forward.GGUFWeights(f), forward.Options{Threads: threads})
+	m, err := forward.Load(cfg, forward.GGUFWeights(f), fopts)
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand: true,
 		Commands: []*cli.Command{
 			convertCommand(),
+			imatrixCommand(),
 			inspectCommand(),
 			mergeCommand(),
 			quantizeCommand(),

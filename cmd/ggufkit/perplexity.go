@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ggufkit/ggufkit/perplexity"
+	"github.com/ggufkit/ggufkit/verify/forward"
 	"github.com/ggufkit/ggufkit/writer"
 )
 
@@ -65,7 +66,7 @@ func runPerplexity(c *cli.Context) error {
 	if !kl && c.String("file") == "" {
 		return cli.Exit("perplexity: -f TEXT is required", 2)
 	}
-	l, err := perplexity.Load(c.String("model"), c.Int("threads"))
+	l, err := perplexity.Load(c.String("model"), forward.Options{Threads: c.Int("threads")})
 	if err != nil {
 		return err
 	}

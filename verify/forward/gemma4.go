@@ -245,7 +245,7 @@ func loadGemma4(cfg *Config, w Weights, threads int) (*Model, error) {
 		if t == nil {
 			return nil
 		}
-		return &matrix{name: name, t: t, cols: int(shape[0]), rows: int(shape[1])}
+		return &matrix{name: name, tensor: name, expert: -1, t: t, cols: int(shape[0]), rows: int(shape[1])}
 	}
 	vec := func(name string, n int64, optional bool) []float32 {
 		t := get(name, []int64{n}, optional)
@@ -311,8 +311,8 @@ func loadGemma4(cfg *Config, w Weights, threads int) (*Model, error) {
 					if gu == nil || dn == nil {
 						break
 					}
-					ly.gateUpExps = append(ly.gateUpExps, &matrix{name: fmt.Sprintf("%s[%d]", b("ffn_gate_up_exps.weight"), e), t: gu, cols: int(E), rows: int(2 * fe), off: e * int(2*fe)})
-					ly.downExps = append(ly.downExps, &matrix{name: fmt.Sprintf("%s[%d]", b("ffn_down_exps.weight"), e), t: dn, cols: int(fe), rows: int(E), off: e * int(E)})
+					ly.gateUpExps = append(ly.gateUpExps, &matrix{name: fmt.Sprintf("%s[%d]", b("ffn_gate_up_exps.weight"), e), tensor: b("ffn_gate_up_exps.weight"), expert: e, experts: cfg.Experts, t: gu, cols: int(E), rows: int(2 * fe), off: e * int(2*fe)})
+					ly.downExps = append(ly.downExps, &matrix{name: fmt.Sprintf("%s[%d]", b("ffn_down_exps.weight"), e), tensor: b("ffn_down_exps.weight"), expert: e, experts: cfg.Experts, t: dn, cols: int(fe), rows: int(E), off: e * int(E)})
 				}
 			}
 		}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ggufkit/ggufkit/perplexity"
+	"github.com/ggufkit/ggufkit/quantize/imatrix"
+	"github.com/ggufkit/ggufkit/verify/forward"
+	"github.com/ggufkit/ggufkit/writer"
+)
+
+func imatrixCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "imatrix",
+		Usage: "compute an importance matrix for quantization, as llama-imatrix does",
+		ArgsUsage: "-m MODEL.gguf -f TEXT [-o imatrix.gguf]\n\n" +
+			"Runs the model over the text in chunks of -c tokens (as llama-perplexity cuts it) and sums, for every\n" +
+			"weight matrix of the blocks, the squares of the activations that multiply each of its columns (per\n" +
+			"expert for mixture-of-experts tensors), with the counts. The file is llama-imatrix's (GGUF, or the\n" +
+			"legacy .dat with --output-format dat): llama-quantize --imatrix and ggufkit quantize --imatrix read it.\n" +
+			"Also prints the text's perplexity per chunk, unless --no-ppl. Without -f, --in-file files are combined.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "the GGUF to run (`FILE`; the first shard of a split set)"},
+			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "the calibration text (`FILE`)"},
+			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Value: "imatrix.gguf", Usage: "where to write the matrix (`FILE`)"},
+			&cli.StringFlag{Name: "output-format", Usage: "gguf or dat (default: gguf)"},
+			&cli.IntFlag{Name: "ctx-size", Aliases: []string{"c"}, Value: perplexity.DefaultContext, Usage: "chunk length in tokens (`N`)"},
+			&cli.IntFlag{Name: "chunks", Value: -1, Usage: "process at most `N` chunks (-1: all)"},
+			&cli.IntFlag{Name: "chunk", Usage: "skip the first `N` chunks of the text"},
+			&cli.IntFlag{Name: "batch-size", Aliases: []string{"b"}, Value: 2048, Usage: "accepted for llama-imatrix's command lines; the statistics do not depend on it (`N`)"},
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Usage: "goroutines for the forward pass (`N`, 0: all CPUs)"},
+			&cli.IntFlag{Name: "output-frequency", Value: 10, Usage: "write the matrix every `N` chunks"},
+			&cli.IntFlag{Name: "save-frequency", Usage: "also keep a copy FILE.at_CHUNK every `N` chunks (0: never)"},
+			&cli.StringSliceFlag{Name: "in-file", Usage: "add a saved matrix (`FILE`, either format; repeatable)"},
+			&cli.BoolFlag{Name: "process-output", Usage: "collect data for output.weight too"},
+			&cli.BoolFlag{Name: "no-ppl", Usage: "do not print the perplexity"},
+			&cli.BoolFlag{Name: "parse-special", Usage: "recognise special-token text in the calibration text"},
+			&cli.BoolFlag{Name: "force", Usage: "accepted for symmetry: the output file is always replaced, as llama-imatrix does"},
+		},
+		Action: runIMatrix,
+	}
+}
+
+func runIMatrix(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return cli.Exit(fmt.Sprintf("imatrix: unexpected argument %q (the model is -m FILE, the text -f FILE)", c.Args().First()), 2)
+	}
+	nctx := c.Int("ctx-size")
+	if nctx < 2 || c.Int("threads") < 0 || c.Int("output-frequency") <= 0 || c.Int("save-frequency") < 0 || c.Int("chunk") < 0 {
+		return cli.Exit("imatrix: --ctx-size must be at least 2, --output-frequency positive, --threads, --save-frequency and --chunk not negative", 2)
+	}
+	legacy := false
+	switch f := c.String("output-format"); f {
+	case "", "gguf":
+	case "dat":
+		legacy = true
+	default:
+		return cli.Exit(fmt.Sprintf("imatrix: --output-format %q: expected gguf or dat", f), 2)
+	}
+	out := c.String("output-file")
+	stderr := c.App.ErrWriter
+	if !legacy && c.String("output-format") == "" && !strings.HasSuffix(out, ".gguf") {
+		fmt.Fprintf(stderr, "imatrix: warning: writing the GGUF format to %s, whose name does not end in .gguf (--output-format dat for the legacy one)\n", out)
+	}
+	stats := imatrix.NewStats(nctx)
+	for _, in := range c.StringSlice("in-file") {
+		fmt.Fprintf(stderr, "imatrix: loading %s\n", in)
+		if err := stats.Merge(in); err != nil {
+			return err
+		}
+	}
+	save := func(path string) error {
+		if legacy {
+			f, err := writer.CreateAtomic(path, true)
+			if err != nil {
+				return err
+			}
+			defer f.Abort()
+			if err := stats.WriteLegacy(f); err != nil {
+				return err
+			}
+			return f.Commit()
+		}
+		return stats.WriteGGUF(c.Context, path, true)
+	}
+	text := c.String("file")
+	if text == "" {
+		if len(c.StringSlice("in-file")) == 0 {
+			return cli.Exit("imatrix: no text (-f) and no matrices to combine (--in-file)", 2)
+		}
+		if err := save(out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "imatrix: wrote %s (%d entries, %d chunks)\n", out, len(stats.Entries()), stats.LastChunk)
+		return nil
+	}
+	if c.String("model") == "" {
+		return cli.Exit("imatrix: -m MODEL.gguf is required", 2)
+	}
+	processOutput := c.Bool("process-output")
+	observe := func(tensor string, expert, experts int, x [][]float32) error {
+		if expert >= 0 {
+			return stats.AddExpert(tensor, expert, experts, x)
+		}
+		// llama-imatrix skips products of fewer than 16 rows and weights
+		// outside the blocks (output.weight on request).
+		if len(x) < 16 || !(strings.HasPrefix(tensor, "blk.") || processOutput && tensor == "output.weight") {
+			return nil
+		}
+		return stats.AddDense(tensor, x)
+	}
+	l, err := perplexity.Load(c.String("model"), forward.Options{Threads: c.Int("threads"), Observe: observe})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if l.CtxTrain > 0 && nctx > l.CtxTrain {
+		fmt.Fprintf(stderr, "imatrix: warning: the model was trained on only %d context tokens (%d specified)\n", l.CtxTrain, nctx)
+	}
+	data, err := os.ReadFile(text)
+	if err != nil {
+		return fmt.Errorf("imatrix: %w", err)
+	}
+	tokens, err := l.Tokenizer.Encode(string(data), true, c.Bool("parse-special"))
+	if err != nil {
+		return fmt.Errorf("imatrix: tokenizing %s: %w", text, err)
+	}
+	if skip := c.Int("chunk"); skip > 0 {
+		if (skip+2)*nctx >= len(tokens) {
+			return fmt.Errorf("imatrix: there will be not enough tokens left after removing %d chunks", skip)
+		}
+		tokens = tokens[skip*nctx:]
+	}
+	stats.Datasets = append(stats.Datasets, text)
+	o := l.Options
+	o.Context, o.Chunks = nctx, c.Int("chunks")
+	noPPL := c.Bool("no-ppl")
+	outFreq, saveFreq := c.Int("output-frequency"), c.Int("save-frequency")
+	var saveErr error
+	start := time.Now()
+	o.Progress = func(p perplexity.Progress) {
+		if p.Chunk == 1 {
+			printETA(c, p)
+		}
+		if !noPPL {
+			fmt.Fprintf(c.App.Writer, "[%d]%.4f,", p.Chunk, p.PPL)
+		}
+		n := stats.LastChunk
+		if saveErr == nil && n%outFreq == 0 {
+			saveErr = save(out)
+		}
+		if saveErr == nil && saveFreq > 0 && n%saveFreq == 0 {
+			saveErr = save(out + ".at_" + strconv.Itoa(n))
+		}
+	}
+	fmt.Fprintf(stderr, "imatrix: %d tokens, chunks of %d\n", len(tokens), nctx)
+	res, err := perplexity.Run(c.Context, l.Model, tokens, o, nil)
+	if err != nil {
+		return err
+	}
+	if saveErr != nil {
+		return saveErr
+	}
+	fmt.Fprintln(c.App.Writer)
+	if !noPPL {
+		if res.StdErr == 0 {
+			return errors.New("imatrix: unexpected negative standard deviation of log(prob)")
+		}
+		fmt.Fprintf(c.App.Writer, "Final estimate: PPL = %.4f +/- %.5f\n", res.PPL, res.StdErr)
+	}
+	if err := save(out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "imatrix: wrote %s: %d entries, %d chunks in %.1f s\n", out, len(stats.Entries()), stats.LastChunk, time.Since(start).Seconds())
+	return nil
+}
