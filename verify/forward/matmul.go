@@ -16,8 +16,8 @@ type matrix struct {
 	tensor          string
 	expert, experts int
 	t               Tensor
-	rows, cols int
-	off        int
+	rows, cols      int
+	off             int
 }
 
 // chunkFloats is how many weight values a worker decodes at a time: large
