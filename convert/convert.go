@@ -111,6 +111,13 @@ type Report struct {
 	Plan []TensorReport
 }
 
+// IsConverterType reports whether outType is one of convert_hf_to_gguf.py's
+// own --outtype choices (not a llama-quantize preset or ggml type).
+func IsConverterType(outType string) bool {
+	_, ok := converterTypes[outType]
+	return ok
+}
+
 // converterTypes are convert_hf_to_gguf.py's --outtype choices.
 var converterTypes = map[string]gguf.FileType{
 	"f32": gguf.FileTypeAllF32, "f16": gguf.FileTypeF16, "bf16": gguf.FileTypeBF16, "q8_0": gguf.FileTypeQ8_0,

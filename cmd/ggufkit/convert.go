@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/ggufkit/ggufkit/arch"
 	"github.com/ggufkit/ggufkit/convert"
+	"github.com/ggufkit/ggufkit/perplexity"
+	"github.com/ggufkit/ggufkit/quantize/imatrix"
 	"github.com/ggufkit/ggufkit/requantize"
 )
 
@@ -48,6 +51,9 @@ func convertCommand() *cli.Command {
 			&cli.BoolFlag{Name: "list-architectures", Usage: "print the supported config.json architectures and exit"},
 			// llama-quantize's options, for a preset or ggml --outtype.
 			&cli.StringFlag{Name: "imatrix", Usage: "importance matrix `FILE` (GGUF or legacy .dat) for a quantized --outtype"},
+			&cli.StringFlag{Name: "imatrix-text", Usage: "compute the importance matrix for a quantized --outtype in the same run, from this calibration `TEXT` (the checkpoint is first converted to a temporary 16-bit GGUF and run over the text as ggufkit imatrix does)"},
+			&cli.IntFlag{Name: "imatrix-ctx", Value: 512, Usage: "--imatrix-text: chunk length in tokens (`N`)"},
+			&cli.IntFlag{Name: "imatrix-chunks", Value: -1, Usage: "--imatrix-text: process at most `N` chunks (-1: all)"},
 			&cli.StringSliceFlag{Name: "include-weights", Usage: "use imatrix entries only for tensors whose name contains `S`"},
 			&cli.StringSliceFlag{Name: "exclude-weights", Usage: "ignore imatrix entries for tensors whose name contains `S`"},
 			&cli.BoolFlag{Name: "pure", Usage: "quantized --outtype: every quantizable tensor gets the default type (no mix rules)"},
@@ -97,6 +103,11 @@ func runConvert(c *cli.Context) error {
 		return err
 	}
 	opts.Quantize = qopts
+	if text := c.String("imatrix-text"); text != "" {
+		if err := imatrixFromText(c, text, &opts); err != nil {
+			return err
+		}
+	}
 
 	verbose := c.Bool("verbose") || opts.DryRun
 	progress := newConvertProgress(c.App.ErrWriter, !c.Bool("quiet") && !verbose)
@@ -223,4 +234,64 @@ func (p *convertProgress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 	}
+}
+
+// imatrixFromText computes an importance matrix for opts's quantized
+// output from a calibration text: the checkpoint converted to a temporary
+// GGUF at its own precision (--outtype auto), run over the text as
+// ggufkit imatrix runs, the matrix then used as --imatrix would be.
+func imatrixFromText(c *cli.Context, text string, opts *convert.Options) error {
+	switch {
+	case c.String("imatrix") != "":
+		return cli.Exit("convert: --imatrix and --imatrix-text cannot be combined", 2)
+	case convert.IsConverterType(opts.OutType):
+		return cli.Exit(fmt.Sprintf("convert: --imatrix-text needs a quantized --outtype (a llama-quantize preset or ggml type), not %q", opts.OutType), 2)
+	case opts.DryRun || opts.VocabOnly:
+		return cli.Exit("convert: --imatrix-text cannot be combined with --dry-run or --vocab-only", 2)
+	case c.Int("imatrix-ctx") < 2:
+		return cli.Exit("convert: --imatrix-ctx must be at least 2", 2)
+	}
+	if _, err := os.Stat(text); err != nil {
+		return fmt.Errorf("convert: --imatrix-text: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "ggufkit-imatrix-")
+	if err != nil {
+		return fmt.Errorf("convert: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	stderr := c.App.ErrWriter
+	tmp := *opts
+	tmp.OutType, tmp.OutFile, tmp.Quantize = "auto", filepath.Join(dir, "model.gguf"), requantize.Options{}
+	tmp.SplitMaxTensors, tmp.SplitMaxSize, tmp.OnStart, tmp.OnTensor, tmp.Overwrite = 0, 0, nil, nil, false
+	fmt.Fprintf(stderr, "convert: converting to a temporary GGUF for the importance matrix\n")
+	if _, err := convert.Run(c.Context, c.Args().First(), tmp); err != nil {
+		return err
+	}
+	stats := imatrix.NewStats(c.Int("imatrix-ctx"))
+	run := imatrixRun{model: tmp.OutFile, text: text, nctx: c.Int("imatrix-ctx"), chunks: c.Int("imatrix-chunks"), threads: opts.Threads}
+	res, err := run.collect(c, stats, func(p perplexity.Progress) {
+		if p.Chunk == 1 {
+			printETA(c, p)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "convert: importance matrix of %d chunks (%d entries), text perplexity %.4f\n", stats.LastChunk, len(stats.Entries()), res.PPL)
+	path := filepath.Join(dir, "imatrix.gguf")
+	if err := stats.WriteGGUF(c.Context, path, false); err != nil {
+		return err
+	}
+	m, err := imatrix.Load(path)
+	if err != nil {
+		return err
+	}
+	m.Filter(c.StringSlice("include-weights"), c.StringSlice("exclude-weights"))
+	if err := m.CheckFinite(); err != nil {
+		return err
+	}
+	if len(m.Weights) > 0 {
+		opts.Quantize.IMatrix, opts.Quantize.IMatrixFile = m, text
+	}
+	return os.Remove(tmp.OutFile) // the quantized output may need the space
 }

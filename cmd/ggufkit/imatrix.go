@@ -104,48 +104,15 @@ func runIMatrix(c *cli.Context) error {
 	if c.String("model") == "" {
 		return cli.Exit("imatrix: -m MODEL.gguf is required", 2)
 	}
-	processOutput := c.Bool("process-output")
-	observe := func(tensor string, expert, experts int, x [][]float32) error {
-		if expert >= 0 {
-			return stats.AddExpert(tensor, expert, experts, x)
-		}
-		// llama-imatrix skips products of fewer than 16 rows and weights
-		// outside the blocks (output.weight on request).
-		if len(x) < 16 || !(strings.HasPrefix(tensor, "blk.") || processOutput && tensor == "output.weight") {
-			return nil
-		}
-		return stats.AddDense(tensor, x)
+	run := imatrixRun{
+		model: c.String("model"), text: text, nctx: nctx, chunks: c.Int("chunks"), skip: c.Int("chunk"),
+		threads: c.Int("threads"), processOutput: c.Bool("process-output"), parseSpecial: c.Bool("parse-special"),
 	}
-	l, err := perplexity.Load(c.String("model"), forward.Options{Threads: c.Int("threads"), Observe: observe})
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	if l.CtxTrain > 0 && nctx > l.CtxTrain {
-		fmt.Fprintf(stderr, "imatrix: warning: the model was trained on only %d context tokens (%d specified)\n", l.CtxTrain, nctx)
-	}
-	data, err := os.ReadFile(text)
-	if err != nil {
-		return fmt.Errorf("imatrix: %w", err)
-	}
-	tokens, err := l.Tokenizer.Encode(string(data), true, c.Bool("parse-special"))
-	if err != nil {
-		return fmt.Errorf("imatrix: tokenizing %s: %w", text, err)
-	}
-	if skip := c.Int("chunk"); skip > 0 {
-		if (skip+2)*nctx >= len(tokens) {
-			return fmt.Errorf("imatrix: there will be not enough tokens left after removing %d chunks", skip)
-		}
-		tokens = tokens[skip*nctx:]
-	}
-	stats.Datasets = append(stats.Datasets, text)
-	o := l.Options
-	o.Context, o.Chunks = nctx, c.Int("chunks")
 	noPPL := c.Bool("no-ppl")
 	outFreq, saveFreq := c.Int("output-frequency"), c.Int("save-frequency")
 	var saveErr error
 	start := time.Now()
-	o.Progress = func(p perplexity.Progress) {
+	progress := func(p perplexity.Progress) {
 		if p.Chunk == 1 {
 			printETA(c, p)
 		}
@@ -160,8 +127,7 @@ func runIMatrix(c *cli.Context) error {
 			saveErr = save(out + ".at_" + strconv.Itoa(n))
 		}
 	}
-	fmt.Fprintf(stderr, "imatrix: %d tokens, chunks of %d\n", len(tokens), nctx)
-	res, err := perplexity.Run(c.Context, l.Model, tokens, o, nil)
+	res, err := run.collect(c, stats, progress)
 	if err != nil {
 		return err
 	}
@@ -180,4 +146,57 @@ func runIMatrix(c *cli.Context) error {
 	}
 	fmt.Fprintf(stderr, "imatrix: wrote %s: %d entries, %d chunks in %.1f s\n", out, len(stats.Entries()), stats.LastChunk, time.Since(start).Seconds())
 	return nil
+}
+
+// imatrixRun is one importance-matrix computation: a model, a text and
+// llama-imatrix's settings.
+type imatrixRun struct {
+	model, text                 string
+	nctx, chunks, skip, threads int
+	processOutput, parseSpecial bool
+}
+
+// collect runs the model over the text and adds the activations to stats
+// (its Datasets gain the text), calling progress after every chunk; it
+// returns the text's perplexity.
+func (r imatrixRun) collect(c *cli.Context, stats *imatrix.Stats, progress func(perplexity.Progress)) (*perplexity.Result, error) {
+	observe := func(tensor string, expert, experts int, x [][]float32) error {
+		if expert >= 0 {
+			return stats.AddExpert(tensor, expert, experts, x)
+		}
+		// llama-imatrix skips products of fewer than 16 rows and weights
+		// outside the blocks (output.weight on request).
+		if len(x) < 16 || !(strings.HasPrefix(tensor, "blk.") || r.processOutput && tensor == "output.weight") {
+			return nil
+		}
+		return stats.AddDense(tensor, x)
+	}
+	l, err := perplexity.Load(r.model, forward.Options{Threads: r.threads, Observe: observe})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	stderr := c.App.ErrWriter
+	if l.CtxTrain > 0 && r.nctx > l.CtxTrain {
+		fmt.Fprintf(stderr, "imatrix: warning: the model was trained on only %d context tokens (%d specified)\n", l.CtxTrain, r.nctx)
+	}
+	data, err := os.ReadFile(r.text)
+	if err != nil {
+		return nil, fmt.Errorf("imatrix: %w", err)
+	}
+	tokens, err := l.Tokenizer.Encode(string(data), true, r.parseSpecial)
+	if err != nil {
+		return nil, fmt.Errorf("imatrix: tokenizing %s: %w", r.text, err)
+	}
+	if r.skip > 0 {
+		if (r.skip+2)*r.nctx >= len(tokens) {
+			return nil, fmt.Errorf("imatrix: there will be not enough tokens left after removing %d chunks", r.skip)
+		}
+		tokens = tokens[r.skip*r.nctx:]
+	}
+	stats.Datasets = append(stats.Datasets, r.text)
+	o := l.Options
+	o.Context, o.Chunks, o.Progress = r.nctx, r.chunks, progress
+	fmt.Fprintf(stderr, "imatrix: %d tokens, chunks of %d\n", len(tokens), r.nctx)
+	return perplexity.Run(c.Context, l.Model, tokens, o, nil)
 }

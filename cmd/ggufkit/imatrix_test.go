@@ -4,6 +4,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -107,4 +109,70 @@ func compareStats(t *testing.T, got, want *imatrix.Stats, factor float64) {
 		}
 	}
 	t.Logf("%d entries, counts identical, largest relative difference of a sum %.2g", len(wn), worst)
+}
+
+// TestIMatrixQuality quantizes the F32 model to Q4_K_M and IQ2_XXS with
+// llama-imatrix's matrix and with ggufkit's (computed in the test, and in
+// one convert --imatrix-text run) and compares each quantization with the
+// F32 model on the calibration text: the mean KL divergences must be within
+// 2 % of each other, the issue's bound.
+func TestIMatrixQuality(t *testing.T) {
+	const (
+		model  = "../../testdata/stories260K/gguf/stories260K-F32.gguf"
+		source = "../../testdata/stories260K/source"
+		text   = "../../perplexity/testdata/text.txt"
+		ref    = "../../testdata/stories260K/quantized/imatrix.gguf"
+	)
+	dir := t.TempDir()
+	ours := filepath.Join(dir, "imatrix.gguf")
+	if _, errs, code := runGGUFKit("imatrix", "-m", model, "-f", text, "-o", ours, "-c", "128", "--no-ppl"); code != 0 {
+		t.Fatalf("imatrix: exit %d: %s", code, errs)
+	}
+	base := filepath.Join(dir, "base.kld")
+	if _, errs, code := runGGUFKit("perplexity", "-m", model, "-f", text, "-c", "128", "--kl-divergence-base", base); code != 0 {
+		t.Fatalf("perplexity: exit %d: %s", code, errs)
+	}
+	kld := func(gguf string) float64 {
+		out, errs, code := runGGUFKit("perplexity", "-m", gguf, "--kl-divergence", "--kl-divergence-base", base)
+		if code != 0 {
+			t.Fatalf("kl-divergence %s: exit %d: %s", gguf, code, errs)
+		}
+		m := regexp.MustCompile(`Mean    KLD:\s+([0-9.]+)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no mean KLD in:\n%s", out)
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		return v
+	}
+	for _, typ := range []string{"Q4_K_M", "IQ2_XXS"} {
+		t.Run(typ, func(t *testing.T) {
+			quant := func(name, im string) string {
+				out := filepath.Join(dir, name+"-"+typ+".gguf")
+				if _, errs, code := runGGUFKit("quantize", "--imatrix", im, model, out, typ, "1"); code != 0 {
+					t.Fatalf("quantize: exit %d: %s", code, errs)
+				}
+				return out
+			}
+			want, got := kld(quant("llama", ref)), kld(quant("ours", ours))
+			t.Logf("%s: mean KLD %.6f with llama-imatrix's matrix, %.6f with ggufkit's", typ, want, got)
+			if math.Abs(got-want) > 0.02*want {
+				t.Errorf("%s: mean KLD %.6f with ggufkit's matrix, %.6f with llama-imatrix's: more than 2 %% apart", typ, got, want)
+			}
+		})
+	}
+	t.Run("convert --imatrix-text", func(t *testing.T) {
+		out := filepath.Join(dir, "onepass-Q4_K_M.gguf")
+		if _, errs, code := runGGUFKit("convert", "--outtype", "Q4_K_M", "--imatrix-text", text, "--imatrix-ctx", "128", "--outfile", out, source); code != 0 {
+			t.Fatalf("convert: exit %d: %s", code, errs)
+		}
+		want := kld(filepath.Join(dir, "llama-Q4_K_M.gguf"))
+		got := kld(out)
+		t.Logf("one pass: mean KLD %.6f, llama-imatrix's matrix %.6f", got, want)
+		if math.Abs(got-want) > 0.02*want {
+			t.Errorf("one pass: mean KLD %.6f, with llama-imatrix's matrix %.6f", got, want)
+		}
+		if _, errs, code := runGGUFKit("convert", "--outtype", "q8_0", "--imatrix-text", text, "--outfile", filepath.Join(dir, "x.gguf"), source); code == 0 {
+			t.Errorf("--imatrix-text with a converter outtype accepted: %s", errs)
+		}
+	})
 }
