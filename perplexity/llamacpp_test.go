@@ -13,8 +13,9 @@ import (
 
 // TestAgainstLlamaCpp scores the bundled stories260K model on the reference
 // text and compares every running perplexity with what llama.cpp printed
-// (testdata/README.md): within 0.1 %, the issue's bound; the forward pass is
-// not bit-exact with ggml, so the last printed digit may differ.
+// (testdata/README.md): within 1e-4 relative (the issue asks for 0.1 %);
+// the forward pass is not bit-exact with ggml's, so the last printed digit
+// may differ.
 func TestAgainstLlamaCpp(t *testing.T) {
 	var want struct {
 		Model, Text string
@@ -51,7 +52,7 @@ func TestAgainstLlamaCpp(t *testing.T) {
 	if len(res.ChunkPPL) != len(want.ChunkPPL) {
 		t.Fatalf("%d chunks, llama.cpp %d", len(res.ChunkPPL), len(want.ChunkPPL))
 	}
-	close := func(got, want float64) bool { return math.Abs(got-want) <= 1e-3*want }
+	close := func(got, want float64) bool { return math.Abs(got-want) <= 1e-4*want }
 	for i, p := range res.ChunkPPL {
 		if !close(p, want.ChunkPPL[i]) {
 			t.Errorf("chunk %d: PPL %.4f, llama.cpp %.4f", i+1, p, want.ChunkPPL[i])

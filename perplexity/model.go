@@ -33,7 +33,8 @@ type Loaded struct {
 
 // Load opens a GGUF (or the first file of a gguf-split set) for scoring
 // with the forward pass's options (threads; an activation observer for
-// llama-imatrix's statistics). Close releases it.
+// llama-imatrix's statistics), with llama.cpp's default fp16 KV cache.
+// Close releases it.
 func Load(path string, fopts forward.Options) (*Loaded, error) {
 	f, err := verify.Open(path)
 	if err != nil {
@@ -60,6 +61,7 @@ func load(f *verify.File, fopts forward.Options) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	fopts.KVCacheF16 = true
 	m, err := forward.Load(cfg, forward.GGUFWeights(f), fopts)
 	if err != nil {
 		return nil, err

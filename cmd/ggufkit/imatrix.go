@@ -42,6 +42,7 @@ func imatrixCommand() *cli.Command {
 			&cli.BoolFlag{Name: "process-output", Usage: "collect data for output.weight too"},
 			&cli.BoolFlag{Name: "no-ppl", Usage: "do not print the perplexity"},
 			&cli.BoolFlag{Name: "parse-special", Usage: "recognise special-token text in the calibration text"},
+			&cli.BoolFlag{Name: "show-statistics", Usage: "print statistics of the one --in-file matrix (per tensor and per block) and exit"},
 			&cli.BoolFlag{Name: "force", Usage: "accepted for symmetry: the output file is always replaced, as llama-imatrix does"},
 		},
 		Action: runIMatrix,
@@ -70,6 +71,21 @@ func runIMatrix(c *cli.Context) error {
 		fmt.Fprintf(stderr, "imatrix: warning: writing the GGUF format to %s, whose name does not end in .gguf (--output-format dat for the legacy one)\n", out)
 	}
 	stats := imatrix.NewStats(nctx)
+	if c.Bool("show-statistics") {
+		in := c.StringSlice("in-file")
+		if len(in) != 1 {
+			return cli.Exit("imatrix: --show-statistics needs exactly one --in-file matrix", 2)
+		}
+		if err := stats.Merge(in[0]); err != nil {
+			return err
+		}
+		ts := stats.Statistics()
+		if len(ts) == 0 {
+			return fmt.Errorf("imatrix: %s: no statistics to show", in[0])
+		}
+		imatrix.WriteStatistics(c.App.Writer, in[0], ts)
+		return nil
+	}
 	for _, in := range c.StringSlice("in-file") {
 		fmt.Fprintf(stderr, "imatrix: loading %s\n", in)
 		if err := stats.Merge(in); err != nil {

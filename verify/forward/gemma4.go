@@ -544,8 +544,13 @@ func (s *Session) gemmaAttention(ctx context.Context, il int, a gemmaAttn, h [][
 				rmsNormPlain(vs, vs, c.NormEps)
 			}
 			ropeHeads(k[t], kvh, s.n+t)
-			copy(s.k[il][(s.n+t)*kvh*hd:], k[t])
-			copy(s.v[il][(s.n+t)*kvh*hd:], v[t])
+			kd, vd := s.k[il][(s.n+t)*kvh*hd:][:len(k[t])], s.v[il][(s.n+t)*kvh*hd:][:len(v[t])]
+			copy(kd, k[t])
+			copy(vd, v[t])
+			if s.m.kvF16 {
+				roundFP16(kd)
+				roundFP16(vd)
+			}
 		}
 	}
 	att := rows(T, c.Heads*hd)

@@ -19,6 +19,11 @@ type Options struct {
 	// index and the expert count (expert −1, experts 0 for a plain matrix).
 	// It is called from one goroutine at a time and must not keep x.
 	Observe func(tensor string, expert, experts int, x [][]float32) error
+	// KVCacheF16 keeps keys and values rounded to fp16, as llama.cpp's
+	// default cache does (its CPU flash-attention kernel then works in
+	// float32 on prompt batches, as attention here does). Off, the cache is
+	// float32 (what verify compares with transformers).
+	KVCacheF16 bool
 }
 
 // Model is a loaded model: its configuration, its small vectors (norms,
@@ -28,6 +33,7 @@ type Model struct {
 	cfg     *Config
 	threads int
 	observe func(tensor string, expert, experts int, x [][]float32) error
+	kvF16   bool
 
 	tokEmbd, posEmbd   Tensor
 	outNorm, outNormB  []float32
@@ -165,7 +171,7 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 	if cfg.g4 != nil {
 		m, err := loadGemma4(cfg, w, threads)
 		if m != nil {
-			m.observe = opts.Observe
+			m.observe, m.kvF16 = opts.Observe, opts.KVCacheF16
 		}
 		return m, err
 	}
@@ -173,7 +179,7 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 	for _, s := range cfg.ExpectedTensors(func(name string) bool { _, ok := w.Tensor(name); return ok }) {
 		l.specs[s.Name] = s
 	}
-	m := &Model{cfg: cfg, threads: threads, observe: opts.Observe}
+	m := &Model{cfg: cfg, threads: threads, observe: opts.Observe, kvF16: opts.KVCacheF16}
 	var err error
 	set := func(dst any, name string) {
 		if err != nil {
