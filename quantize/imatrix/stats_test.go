@@ -131,3 +131,29 @@ func equal(a, b []float32) bool {
 	}
 	return true
 }
+
+// TestShowStatistics prints the reference matrix's statistics and compares
+// them with llama-imatrix --show-statistics' output, character for
+// character.
+func TestShowStatistics(t *testing.T) {
+	s := NewStats(128)
+	if err := s.Merge("../../testdata/stories260K/quantized/imatrix.gguf"); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	WriteStatistics(&b, "imatrix.gguf", s.Statistics())
+	want, err := os.ReadFile("testdata/show-statistics.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := bytes.TrimPrefix(b.Bytes(), []byte("\n"))
+	if !bytes.Equal(got, want) {
+		gl, wl := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
+		for i := range min(len(gl), len(wl)) {
+			if !bytes.Equal(gl[i], wl[i]) {
+				t.Fatalf("line %d:\n got %q\nwant %q", i+1, gl[i], wl[i])
+			}
+		}
+		t.Fatalf("%d lines, llama-imatrix %d", len(gl), len(wl))
+	}
+}
