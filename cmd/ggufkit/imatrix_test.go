@@ -74,8 +74,15 @@ func TestIMatrixAgainstLlamaCpp(t *testing.T) {
 // ffn_down ones (of 35 × 64 to 172) differ by up to 4e-4 (docs/compat.md).
 const sumTolerance = 5e-4
 
-// compareStats checks got against factor × want entry by entry.
+// compareStats checks got against factor × want entry by entry, each sum
+// within sumTolerance.
 func compareStats(t *testing.T, got, want *imatrix.Stats, factor float64) {
+	t.Helper()
+	compareStatsWithin(t, got, want, factor, sumTolerance)
+}
+
+// compareStatsWithin is compareStats with another tolerance.
+func compareStatsWithin(t *testing.T, got, want *imatrix.Stats, factor, tolerance float64) {
 	t.Helper()
 	gn, wn := got.Entries(), want.Entries()
 	if len(gn) != len(wn) {
@@ -100,7 +107,7 @@ func compareStats(t *testing.T, got, want *imatrix.Stats, factor float64) {
 			ref := factor * float64(w.Sums[j])
 			rel := math.Abs(float64(g.Sums[j])-ref) / math.Max(math.Abs(ref), 1e-30)
 			worst = max(worst, rel)
-			if rel > sumTolerance {
+			if rel > tolerance {
 				t.Errorf("%s: sum %d is %g, llama-imatrix %g (relative difference %.2g)", name, j, g.Sums[j], ref, rel)
 				break
 			}
@@ -173,4 +180,57 @@ func TestIMatrixQuality(t *testing.T) {
 			t.Errorf("--imatrix-text with a converter outtype accepted: %s", errs)
 		}
 	})
+}
+
+// TestIMatrixMoE runs ggufkit imatrix on the mixtral convert fixture and
+// compares with llama-imatrix's file (testdata/README.md): per-expert
+// counts identical, sums within 1e-4 relative.
+func TestIMatrixMoE(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "mixtral")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyAll := func(from string, names ...string) {
+		for _, n := range names {
+			b, err := os.ReadFile(filepath.Join(from, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(src, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	copyAll("../../testdata/convert/mixtral", "config.json", "generation_config.json", "model.safetensors")
+	tok, err := os.ReadDir("../../testdata/convert/tokenizers/tok512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tok {
+		copyAll("../../testdata/convert/tokenizers/tok512", e.Name())
+	}
+	model := filepath.Join(dir, "mixtral-f32.gguf")
+	if _, errs, code := runGGUFKit("convert", "--outtype", "f32", "--outfile", model, src); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, errs)
+	}
+	out := filepath.Join(dir, "imatrix.gguf")
+	stdout, errs, code := runGGUFKit("imatrix", "-m", model, "-f", "../../perplexity/testdata/text.txt", "-o", out, "-c", "64")
+	if code != 0 {
+		t.Fatalf("imatrix: exit %d: %s", code, errs)
+	}
+	if !strings.Contains(stdout, "Final estimate: PPL = 821.54") {
+		t.Errorf("perplexity differs from llama-imatrix's 821.5438:\n%s", stdout)
+	}
+	got, want := imatrix.NewStats(64), imatrix.NewStats(64)
+	if err := got.Merge(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := want.Merge("testdata/mixtral-imatrix.gguf"); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := want.Entry("blk.0.ffn_down_exps.weight"); len(e.Counts) != 4 {
+		t.Fatalf("the reference has %d expert counts", len(e.Counts))
+	}
+	compareStatsWithin(t, got, want, 1, 1e-4)
 }
