@@ -41,6 +41,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			convertCommand(),
 			inspectCommand(),
 			mergeCommand(),
+			metaCommand(),
 			quantizeCommand(),
 			splitCommand(),
 			tokenizeCommand(),
