@@ -22,8 +22,9 @@ var version = "dev"
 
 // exitError carries an exit status other than 1 (e.g. verify's 2).
 type exitError struct {
-	code int
-	err  error
+	code   int
+	err    error
+	silent bool // the status says it all (diff's "different")
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -39,6 +40,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand: true,
 		Commands: []*cli.Command{
 			convertCommand(),
+			diffCommand(),
 			inspectCommand(),
 			mergeCommand(),
 			metaCommand(),
@@ -58,11 +60,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	var ee *exitError
+	if errors.As(err, &ee) && ee.silent {
+		return ee.code
+	}
 	fmt.Fprintf(stderr, "ggufkit: %v\n", err)
 	if errors.Is(err, writer.ErrExists) {
 		fmt.Fprintln(stderr, "ggufkit: add --force to replace it")
 	}
-	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
