@@ -132,6 +132,10 @@ func tokenizeInput(c *cli.Context, args []string) ([]byte, error) {
 		if len(args) > 0 {
 			return nil, cli.Exit("tokenize: the text is either -p or the second argument, not both", 2)
 		}
+		if c.String("prompt") == "" {
+			// llama-tokenize takes an empty prompt for none and refuses.
+			return nil, cli.Exit("tokenize: -p is empty (as llama-tokenize, ggufkit takes that for no text); an empty text can come from -f or --stdin", 2)
+		}
 		return []byte(c.String("prompt")), nil
 	case len(args) == 1:
 		return []byte(args[0]), nil

@@ -139,6 +139,7 @@ func TestTokenizeCommandErrors(t *testing.T) {
 		{"no arguments", nil, 2, "expected [-m] MODEL.gguf [TEXT]"},
 		{"three arguments", []string{tokenizeVocab, "a", "b"}, 2, "expected [-m] MODEL.gguf [TEXT]"},
 		{"two texts", []string{"-p", "a", tokenizeVocab, "b"}, 2, "not both"},
+		{"empty -p", []string{"-p", "", tokenizeVocab}, 2, "-p is empty"},
 		{"two formats", []string{"--ids", "--json", tokenizeVocab, "b"}, 2, "exclude each other"},
 		{"missing text file", []string{"-f", "no-such.txt", tokenizeVocab}, 1, "no-such.txt"},
 		{"missing file", []string{"no-such.gguf", "a"}, 1, "no-such.gguf"},
