@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -170,15 +169,6 @@ func shapeString(shape []uint64) string {
 		parts[i] = strconv.FormatUint(d, 10)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-// peakRSS is the process's peak resident set size in bytes (getrusage).
-func peakRSS() uint64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return uint64(ru.Maxrss) * 1024 // kilobytes on Linux
 }
 
 // convertProgress draws a progress bar of output bytes on a terminal.
