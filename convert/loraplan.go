@@ -110,6 +110,31 @@ func probe(o *arch.Output) (*gather, error) {
 			return nil, fmt.Errorf("source %q of shape %v is not a weight matrix ggufkit can map", s.Source, s.Shape)
 		}
 	}
+	if len(o.Sources) == 1 && len(o.Shape) == 2 && (o.Build == nil || o.RowOrder != nil) {
+		// The source unchanged, or only its rows reordered (Output's
+		// RowOrder contract): nothing to probe.
+		in := o.Sources[0]
+		if in.Shape[1] != g.cols || (o.RowOrder == nil && in.Shape[0] != g.rows) ||
+			(o.RowOrder != nil && int64(len(o.RowOrder)) != g.rows) {
+			return nil, fmt.Errorf("shape %v does not follow from its source's %v", o.Shape, in.Shape)
+		}
+		g.src = make([]int, g.rows)
+		g.row = make([]int64, g.rows)
+		g.col = make([]int64, g.cols)
+		for i := range g.row {
+			g.row[i] = int64(i)
+			if o.RowOrder != nil {
+				g.row[i] = o.RowOrder[i]
+			}
+			if g.row[i] < 0 || g.row[i] >= in.Shape[0] {
+				return nil, fmt.Errorf("row order names row %d of %d", g.row[i], in.Shape[0])
+			}
+		}
+		for j := range g.col {
+			g.col[j] = int64(j)
+		}
+		return g, nil
+	}
 	run := func(val func(s int, r, c int64) float32) ([]float32, error) {
 		srcs := make([][]float32, len(o.Sources))
 		for s, in := range o.Sources {
@@ -145,9 +170,11 @@ func probe(o *arch.Output) (*gather, error) {
 	if err != nil {
 		return nil, err
 	}
-	srcv, err := run(func(s int, _, _ int64) float32 { return float32(s) })
-	if err != nil {
-		return nil, err
+	srcv := make([]float32, len(rowv)) // one source: all zeros
+	if len(o.Sources) > 1 {
+		if srcv, err = run(func(s int, _, _ int64) float32 { return float32(s) }); err != nil {
+			return nil, err
+		}
 	}
 	g.src = make([]int, g.mats*g.rows)
 	g.row = make([]int64, g.mats*g.rows)
