@@ -5,7 +5,8 @@ For each spec below: load the base fixture (testdata/convert/<base>) with transf
 PEFT's get_peft_model(LoraConfig(r, lora_alpha, target_modules, init_lora_weights=False)) so that
 lora_B is random and non-zero, seeded, and save_pretrained it into testdata/lora/<name>/
 (adapter_config.json, adapter_model.safetensors, README.md). base_model_name_or_path is set to the
-base fixture's config_from so that no local path leaks into the files. A spec with "experts" also
+base fixture's config_from so that no local path leaks into the files; a spec with "pytorch"
+saves adapter_model.bin instead of adapter_model.safetensors. A spec with "experts" also
 adds LoRA pairs for the per-expert linear layers in the layout older transformers gave them
 (…experts.<e>.<proj>.lora_A.weight): transformers 5 fuses a MoE's experts into 3-D parameters,
 which PEFT's target_modules cannot reach. A manifest.json records the spec and the files' sha256.
@@ -39,6 +40,17 @@ SPECS = [
      "targets": ["q_proj", "k_proj", "v_proj", "o_proj"],
      "experts": {"prefix": "block_sparse_moe.experts", "count_key": "num_local_experts", "projs": ["w1", "w2", "w3"]},
      "what": "Q/K permutation and experts stacked into 3-D lora_a/lora_b"},
+    {"name": "qwen2-lora-bin", "base": "qwen2", "r": 4, "alpha": 4, "seed": 506, "pytorch": True,
+     "targets": ["q_proj", "v_proj"],
+     "what": "adapter_model.bin (safe_serialization=False), attention biases left to the base"},
+    {"name": "gemma2-lora", "base": "gemma2", "r": 16, "alpha": 32, "seed": 507,
+     "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+     "what": "Gemma 2 (soft-capping base, no permutation)"},
+    {"name": "qwen3moe-lora", "base": "qwen3moe", "r": 8, "alpha": 16, "seed": 508,
+     "targets": ["q_proj", "k_proj", "v_proj", "o_proj"],
+     "experts": {"prefix": "mlp.experts", "count_key": "num_experts", "inter_key": "moe_intermediate_size",
+                 "projs": ["gate_proj", "up_proj", "down_proj"]},
+     "what": "Qwen3-MoE experts stacked, head_dim larger than hidden/heads"},
 ]
 
 
@@ -53,7 +65,8 @@ def add_experts(model, spec, path, gen):
     """Add per-expert LoRA pairs for the base model's expert weights (w = B @ A)."""
     cfg = model.config
     n = getattr(cfg, spec["experts"]["count_key"])
-    inter, hidden = cfg.intermediate_size, cfg.hidden_size
+    inter = getattr(cfg, spec["experts"].get("inter_key", "intermediate_size"))
+    hidden = cfg.hidden_size
     r = spec["r"]
     tensors = load_file(path)
     for layer in range(cfg.num_hidden_layers):
@@ -82,7 +95,7 @@ def make(spec, convert_dir, out_dir):
     peft_model = get_peft_model(model, cfg)
     peft_model.peft_config["default"].base_model_name_or_path = base_manifest["config_from"]
     dst = os.path.join(out_dir, spec["name"])
-    peft_model.save_pretrained(dst)
+    peft_model.save_pretrained(dst, safe_serialization=not spec.get("pytorch", False))
     if "experts" in spec:
         gen = torch.Generator().manual_seed(spec["seed"])
         add_experts(model, spec, os.path.join(dst, "adapter_model.safetensors"), gen)
