@@ -274,7 +274,8 @@ func checkLoRAConfig(cfg map[string]any) (float32, []uint32, error) {
 		{"use_dora", "DoRA (use_dora) rescales each weight by a learned magnitude vector, which a GGUF LoRA adapter has no " +
 			"place for (convert_lora_to_gguf.py stops at its lora_magnitude_vector tensors)"},
 		{"use_rslora", "rank-stabilised LoRA (use_rslora) scales by alpha/sqrt(r), but llama.cpp applies alpha/r " +
-			"from adapter.lora.alpha: the adapter would be applied with the wrong strength"},
+			"from adapter.lora.alpha: the adapter would be applied with the wrong strength (to convert it, set lora_alpha " +
+			"to alpha·sqrt(r) and use_rslora to false)"},
 		{"rank_pattern", "per-module ranks (rank_pattern) come with per-module scales; a GGUF adapter holds one alpha"},
 		{"alpha_pattern", "per-module alphas (alpha_pattern): a GGUF adapter holds one adapter.lora.alpha"},
 		{"lora_bias", "LoRA biases (lora_bias) are not part of a GGUF LoRA adapter"},
