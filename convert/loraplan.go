@@ -18,6 +18,11 @@ import (
 // numbers are carried as exact float32 integers.
 const maxProbeDim = 1 << 24
 
+// maxProbeValues bounds the values of a probed transform's sources and
+// output together (1 GiB of float32): the probe runs the transform on
+// weights of the base model's full size.
+const maxProbeValues = 1 << 28
+
 // planLoRA plans every adapted weight as the base converter plans it
 // (modify_tensors on the weight's name and shape) and turns each planned
 // output into its lora_a and lora_b: the output's rows select lora_b's
@@ -134,6 +139,14 @@ func probe(o *arch.Output) (*gather, error) {
 			g.col[j] = int64(j)
 		}
 		return g, nil
+	}
+	total := g.mats * g.rows * g.cols
+	for _, s := range o.Sources {
+		total += s.Shape[0] * s.Shape[1]
+	}
+	if total > maxProbeValues {
+		return nil, fmt.Errorf("its transform (of %d source weights) is too large to map onto the LoRA factors "+
+			"(more than %d values)", len(o.Sources), maxProbeValues)
 	}
 	run := func(val func(s int, r, c int64) float32) ([]float32, error) {
 		srcs := make([][]float32, len(o.Sources))
