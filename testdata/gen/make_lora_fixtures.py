@@ -51,6 +51,9 @@ SPECS = [
      "experts": {"prefix": "mlp.experts", "count_key": "num_experts", "inter_key": "moe_intermediate_size",
                  "projs": ["gate_proj", "up_proj", "down_proj"]},
      "what": "Qwen3-MoE experts stacked, head_dim larger than hidden/heads"},
+    {"name": "llama1-alora", "base": "llama1", "r": 8, "alpha": 8, "seed": 509,
+     "targets": ["q_proj", "k_proj", "v_proj"], "alora_invocation_tokens": [3, 141, 59, 26],
+     "what": "an activated LoRA: adapter.alora.invocation_tokens after the alpha"},
 ]
 
 
@@ -90,8 +93,9 @@ def make(spec, convert_dir, out_dir):
     model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
     model.config._name_or_path = base_manifest["config_from"]
     model.name_or_path = base_manifest["config_from"]
+    extra = {"alora_invocation_tokens": spec["alora_invocation_tokens"]} if "alora_invocation_tokens" in spec else {}
     cfg = LoraConfig(r=spec["r"], lora_alpha=spec["alpha"], target_modules=spec["targets"],
-                     init_lora_weights=False, lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
+                     init_lora_weights=False, lora_dropout=0.0, bias="none", task_type="CAUSAL_LM", **extra)
     peft_model = get_peft_model(model, cfg)
     peft_model.peft_config["default"].base_model_name_or_path = base_manifest["config_from"]
     dst = os.path.join(out_dir, spec["name"])
