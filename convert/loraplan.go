@@ -93,6 +93,9 @@ type gather struct {
 	mats, rows, cols int64
 	src              []int
 	row, col         []int64
+	// transposed: the output is its one source transposed; row is then
+	// per output column and col per output row (see transpose).
+	transposed bool
 }
 
 // probe runs the output's transform on sources filled with their row
@@ -189,6 +192,39 @@ func probe(o *arch.Output) (*gather, error) {
 			return nil, err
 		}
 	}
+	if !g.straight(o, rowv, colv, srcv) && !g.transpose(o, rowv, colv) {
+		return nil, fmt.Errorf("its transform is not a selection of rows and columns, which a LoRA pair cannot follow")
+	}
+	check, err := run(probeValue)
+	if err != nil {
+		return nil, err
+	}
+	for m := range g.mats {
+		for i := range g.rows {
+			for j := range g.cols {
+				s, r, c := g.at(m, i, j)
+				if check[(m*g.rows+i)*g.cols+j] != probeValue(s, r, c) {
+					return nil, fmt.Errorf("its transform changes values (not only a selection of rows and columns), " +
+						"which a LoRA pair cannot follow")
+				}
+			}
+		}
+	}
+	return g, nil
+}
+
+// at is the source, row and column of matrix m's value (i, j).
+func (g *gather) at(m, i, j int64) (int, int64, int64) {
+	if g.transposed {
+		return 0, g.row[j], g.col[i]
+	}
+	k := m*g.rows + i
+	return g.src[k], g.row[k], g.col[m*g.cols+j]
+}
+
+// straight reads the probes as a selection: each output row one row of
+// one source, each output column one column.
+func (g *gather) straight(o *arch.Output, rowv, colv, srcv []float32) bool {
 	g.src = make([]int, g.mats*g.rows)
 	g.row = make([]int64, g.mats*g.rows)
 	g.col = make([]int64, g.mats*g.cols)
@@ -198,38 +234,50 @@ func probe(o *arch.Output) (*gather, error) {
 		}
 		for i := range g.rows {
 			k := m*g.rows + i
-			g.row[k] = int64(rowv[k*g.cols])
-			g.src[k] = int(srcv[k*g.cols])
-			if g.src[k] < 0 || g.src[k] >= len(o.Sources) {
-				return nil, fmt.Errorf("its transform is not a selection of rows and columns")
-			}
-			in := o.Sources[g.src[k]]
-			if g.row[k] < 0 || g.row[k] >= in.Shape[0] {
-				return nil, fmt.Errorf("its transform is not a selection of rows and columns")
+			g.row[k], g.src[k] = int64(rowv[k*g.cols]), int(srcv[k*g.cols])
+			if g.src[k] < 0 || g.src[k] >= len(o.Sources) || g.row[k] < 0 || g.row[k] >= o.Sources[g.src[k]].Shape[0] {
+				return false
 			}
 			for j := range g.cols {
-				if c := g.col[m*g.cols+j]; c < 0 || c >= in.Shape[1] {
-					return nil, fmt.Errorf("its transform is not a selection of rows and columns")
+				c := g.col[m*g.cols+j]
+				if c < 0 || c >= o.Sources[g.src[k]].Shape[1] || int64(colv[k*g.cols+j]) != c ||
+					int64(rowv[k*g.cols+j]) != g.row[k] || int(srcv[k*g.cols+j]) != g.src[k] {
+					return false
 				}
 			}
 		}
 	}
-	check, err := run(probeValue)
-	if err != nil {
-		return nil, err
+	return true
+}
+
+// transpose reads the probes of a matrix from one source as its
+// transpose, with rows and columns selected: output column j is source row
+// row[j], output row i source column col[i]. LoraTorchTensor transposes a
+// pair by swapping its factors, transposed (GPT-2's Conv1D weights).
+func (g *gather) transpose(o *arch.Output, rowv, colv []float32) bool {
+	if g.mats != 1 || len(o.Sources) != 1 {
+		return false
 	}
-	for m := range g.mats {
-		for i := range g.rows {
-			k := m*g.rows + i
-			for j := range g.cols {
-				if check[k*g.cols+j] != probeValue(g.src[k], g.row[k], g.col[m*g.cols+j]) {
-					return nil, fmt.Errorf("its transform changes values (not only a selection of rows and columns), " +
-						"which a LoRA pair cannot follow")
-				}
+	in := o.Sources[0]
+	g.transposed = true
+	g.row = make([]int64, g.cols)
+	g.col = make([]int64, g.rows)
+	for j := range g.cols {
+		if g.row[j] = int64(rowv[j]); g.row[j] < 0 || g.row[j] >= in.Shape[0] {
+			return false
+		}
+	}
+	for i := range g.rows {
+		if g.col[i] = int64(colv[i*g.cols]); g.col[i] < 0 || g.col[i] >= in.Shape[1] {
+			return false
+		}
+		for j := range g.cols {
+			if int64(rowv[i*g.cols+j]) != g.row[j] || int64(colv[i*g.cols+j]) != g.col[i] {
+				return false
 			}
 		}
 	}
-	return g, nil
+	return true
 }
 
 // probeValue is a value that tells source, row and column apart with high
@@ -261,36 +309,29 @@ func (g *gather) factors(o *arch.Output, byBase map[string]*loraPair, read func(
 	}
 	av := make([]float32, g.mats*rank*g.cols)
 	bv := make([]float32, g.mats*g.rows*rank)
-	for m := range g.mats {
-		var aSrc []float32
-		var aCols int64
-		for i := range g.rows {
-			k := m*g.rows + i
-			p := pairs[g.src[k]]
-			b, err := read(p.b)
-			if err != nil {
-				return loraTensor{}, loraTensor{}, err
-			}
-			copy(bv[k*rank:(k+1)*rank], b[g.row[k]*rank:(g.row[k]+1)*rank])
-			a, err := read(p.a)
-			if err != nil {
-				return loraTensor{}, loraTensor{}, err
-			}
-			if aSrc == nil {
-				aSrc, aCols = a, p.a.Shape[1]
-			} else if !slices.Equal(aSrc, a) {
-				// LoraTorchTensor concatenates rows of several pairs only
-				// when they share lora_A.
-				return loraTensor{}, loraTensor{}, fmt.Errorf("it joins rows of adapted weights with different lora_A, " +
-					"which one LoRA pair cannot hold (convert_lora_to_gguf.py cannot either)")
-			}
+	if g.transposed {
+		// lora_a is lora_B transposed, lora_b is lora_A transposed.
+		a, err := read(pairs[0].a)
+		if err != nil {
+			return loraTensor{}, loraTensor{}, err
 		}
+		b, err := read(pairs[0].b)
+		if err != nil {
+			return loraTensor{}, loraTensor{}, err
+		}
+		aCols := pairs[0].a.Shape[1]
 		for r := range rank {
-			dst := av[(m*rank+r)*g.cols : (m*rank+r+1)*g.cols]
 			for j := range g.cols {
-				dst[j] = aSrc[r*aCols+g.col[m*g.cols+j]]
+				av[r*g.cols+j] = b[g.row[j]*rank+r]
 			}
 		}
+		for i := range g.rows {
+			for r := range rank {
+				bv[i*rank+r] = a[r*aCols+g.col[i]]
+			}
+		}
+	} else if err := g.fill(pairs, rank, av, bv, read); err != nil {
+		return loraTensor{}, loraTensor{}, err
 	}
 	aShape, bShape := []int64{rank, g.cols}, []int64{g.rows, rank}
 	if len(o.Shape) == 3 {
@@ -301,6 +342,44 @@ func (g *gather) factors(o *arch.Output, byBase map[string]*loraPair, read func(
 			values: v}
 	}
 	return mk(".lora_a", aShape, av), mk(".lora_b", bShape, bv), nil
+}
+
+// fill fills lora_a and lora_b of a straight selection: lora_b's rows
+// are the selected rows of each source's lora_B, lora_a the selected
+// columns of the lora_A the matrix's rows share.
+func (g *gather) fill(pairs []*loraPair, rank int64, av, bv []float32, read func(*readers.TensorInfo) ([]float32, error)) error {
+	for m := range g.mats {
+		var aSrc []float32
+		var aCols int64
+		for i := range g.rows {
+			k := m*g.rows + i
+			p := pairs[g.src[k]]
+			b, err := read(p.b)
+			if err != nil {
+				return err
+			}
+			copy(bv[k*rank:(k+1)*rank], b[g.row[k]*rank:(g.row[k]+1)*rank])
+			a, err := read(p.a)
+			if err != nil {
+				return err
+			}
+			if aSrc == nil {
+				aSrc, aCols = a, p.a.Shape[1]
+			} else if !slices.Equal(aSrc, a) {
+				// LoraTorchTensor concatenates rows of several pairs only
+				// when they share lora_A.
+				return fmt.Errorf("it joins rows of adapted weights with different lora_A, " +
+					"which one LoRA pair cannot hold (convert_lora_to_gguf.py cannot either)")
+			}
+		}
+		for r := range rank {
+			dst := av[(m*rank+r)*g.cols : (m*rank+r+1)*g.cols]
+			for j := range g.cols {
+				dst[j] = aSrc[r*aCols+g.col[m*g.cols+j]]
+			}
+		}
+	}
+	return nil
 }
 
 // loraOutputPath is the converter's file naming for an adapter: a folder
