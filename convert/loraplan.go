@@ -102,7 +102,9 @@ type gather struct {
 // numbers, then column numbers, then source numbers, and checks with
 // values made of all three that the transform only selects: the output
 // of a LoRA pair is a LoRA pair only when each output row is one source
-// row and each output column one source column.
+// row and each output column one source column, or (a transpose) the
+// other way round. An unchanged or only row-reordered source needs no
+// probe.
 func probe(o *arch.Output) (*gather, error) {
 	g := &gather{mats: 1, cols: o.Shape[len(o.Shape)-1]}
 	switch len(o.Shape) {
