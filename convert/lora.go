@@ -131,6 +131,17 @@ func RunLoRA(ctx context.Context, dir string, opts LoRAOptions) (*Report, error)
 	if ft == gguf.FileTypeGuessed {
 		ft = guessLoRAFileType(src)
 	}
+	if ix, ok := plugin.(arch.TensorIndexer); ok {
+		// index_tensors reads the base folder's weights, which --base need
+		// not hold: the adapted weights' names stand in for them.
+		var names []string
+		for _, t := range src.Tensors() {
+			names = append(names, loraBaseName(t.Name))
+		}
+		if err := ix.IndexTensors(names); err != nil {
+			return nil, fmt.Errorf("convert: %s: %w", baseDir, err)
+		}
+	}
 	pairs, err := loraPairs(src, plugin)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLoRA, dir, err)
