@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,12 @@ import (
 //
 //go:embed tensornames.json
 var tensorNamesJSON []byte
+
+// tensornames_clip.json is the same dump for the multimodal projector
+// architecture ("clip", gguf-py's MODEL_ARCH.MMPROJ).
+//
+//go:embed tensornames_clip.json
+var clipNamesJSON []byte
 
 type nameTables struct {
 	Archs map[string]struct {
@@ -33,7 +40,14 @@ var (
 
 func loadTables() (*nameTables, error) {
 	tablesOnce.Do(func() {
-		tablesErr = json.Unmarshal(tensorNamesJSON, &tables)
+		if tablesErr = json.Unmarshal(tensorNamesJSON, &tables); tablesErr != nil {
+			return
+		}
+		var clip nameTables
+		if tablesErr = json.Unmarshal(clipNamesJSON, &clip); tablesErr != nil {
+			return
+		}
+		maps.Copy(tables.Archs, clip.Archs)
 	})
 	return &tables, tablesErr
 }
