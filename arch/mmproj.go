@@ -63,6 +63,9 @@ type mmFamily struct {
 	// audio and noVision are the class's has_audio_encoder and (negated)
 	// has_vision_encoder.
 	audio, noVision bool
+	// check validates the class's config (its __init__) and may set
+	// defaults in the tower configs.
+	check func(m *mmproj, dir string) error
 	// filter is the class's filter_tensors before MmprojModel's: it
 	// renames a checkpoint tensor or drops it.
 	filter func(name string) (string, bool)
@@ -189,6 +192,11 @@ func NewMMProj(h HParams, dir string) (Model, error) {
 	}
 	if m.pre, err = readPreprocessorConfig(dir); err != nil {
 		return nil, err
+	}
+	if fam.check != nil {
+		if err := fam.check(m, dir); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }

@@ -61,7 +61,11 @@ func TestMMProjFixtures(t *testing.T) {
 
 // mmprojAliases are projector registrations that share a family with a
 // name that has a fixture.
-var mmprojAliases = map[string]bool{}
+var mmprojAliases = map[string]bool{
+	// LlavaVisionModel: Pixtral 12B's class, the same tower, projector and
+	// tensor names as Mistral 3's (the mistral3 fixture).
+	"LlavaForConditionalGeneration": true,
+}
 
 // TestMMProjFileName checks the converter's default name: "mmproj-", the
 // naming convention without a size label.
