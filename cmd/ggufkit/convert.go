@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,8 @@ func convertCommand() *cli.Command {
 			"HTTP range requests without downloading them (HF_ENDPOINT, HF_TOKEN; files in the local HF cache are used). A folder in Meta's original layout (consolidated.NN.pth + params.json +\n" +
 			"tokenizer.model) is converted as convert_legacy_llama.py does. --outtype takes convert_hf_to_gguf.py's types (f32 f16 bf16 q8_0 tq1_0\n" +
 			"tq2_0 auto), any llama-quantize type (Q4_K_M, IQ4_XS …) or ggml type (ggml:Q5_K, MXFP4 …), quantized\n" +
-			"in one pass from the source with llama-quantize's mix rules.\n\n" +
+			"in one pass from the source with llama-quantize's mix rules. --mmproj writes a vision or audio model's projector\n" +
+			"(llama-mtmd-cli -m model.gguf --mmproj mmproj-model.gguf) as convert_hf_to_gguf.py --mmproj does; --with-mmproj writes both.\n\n" +
 			"With --lora ADAPTER_DIR --base BASE (and no MODEL), a PEFT LoRA adapter (adapter_config.json +\n" +
 			"adapter_model.safetensors or .bin) is converted as convert_lora_to_gguf.py does, for the base model whose\n" +
 			"config.json BASE gives (its folder or the file); --outtype f32 (default), f16, bf16, q8_0 or auto.",
@@ -41,6 +43,8 @@ func convertCommand() *cli.Command {
 			&cli.StringFlag{Name: "model-name", Usage: "general.name"},
 			&cli.StringFlag{Name: "metadata", Usage: "JSON `FILE` of general.* overrides"},
 			&cli.BoolFlag{Name: "vocab-only", Usage: "write only the metadata and the tokenizer"},
+			&cli.BoolFlag{Name: "mmproj", Usage: "write the multimodal projector (vision/audio towers, mmproj-*.gguf) instead of the text model"},
+			&cli.BoolFlag{Name: "with-mmproj", Usage: "write the text model and then its multimodal projector (mmproj- + the --outfile name; f16 when --outtype is a llama-quantize type)"},
 			&cli.StringFlag{Name: "tokenizer-pre", Usage: "BPE pre-tokenizer `NAME` (tokenizer.ggml.pre) instead of identifying it"},
 			&cli.IntFlag{Name: "split-max-tensors", Usage: "at most `N` tensors per shard"},
 			&cli.StringFlag{Name: "split-max-size", Value: "0", Usage: "at most `SIZE` bytes of tensors per shard (K, M, G: powers of 1000)"},
@@ -73,13 +77,20 @@ func convertCommand() *cli.Command {
 func runConvert(c *cli.Context) error {
 	w := c.App.Writer
 	if c.Bool("list-architectures") {
-		for _, a := range arch.Supported() {
+		list := arch.Supported
+		if c.Bool("mmproj") {
+			list = arch.SupportedMMProj
+		}
+		for _, a := range list() {
 			fmt.Fprintln(w, a)
 		}
 		return nil
 	}
 	if c.IsSet("lora") || c.IsSet("base") {
 		return runConvertLoRA(c)
+	}
+	if c.Bool("mmproj") && c.Bool("with-mmproj") {
+		return cli.Exit("convert: --mmproj writes the projector only, --with-mmproj both files: give one", 2)
 	}
 	if c.NArg() != 1 {
 		return cli.Exit("convert: expected one MODEL (a folder, a weights file, a Hugging Face cache entry or hf:ORG/NAME)", 2)
@@ -104,6 +115,7 @@ func runConvert(c *cli.Context) error {
 		DryRun:             c.Bool("dry-run"),
 		Threads:            c.Int("threads"),
 		Overwrite:          c.Bool("force"),
+		MMProj:             c.Bool("mmproj"),
 	}
 	qopts := requantize.Options{Pure: c.Bool("pure"), LeaveOutput: c.Bool("leave-output-tensor")}
 	if err := quantizeFlags(c, &qopts); err != nil {
@@ -116,6 +128,37 @@ func runConvert(c *cli.Context) error {
 		}
 	}
 
+	if err := convertOne(c, opts); err != nil {
+		return err
+	}
+	if !c.Bool("with-mmproj") {
+		return nil
+	}
+	// The projector's tensors are the ones the text model left out: each
+	// checkpoint tensor is read by one of the two conversions.
+	opts.MMProj = true
+	if !slices.Contains([]string{"f32", "f16", "bf16", "q8_0", "auto"}, strings.ToLower(opts.OutType)) {
+		opts.OutType = "f16" // the projector has no llama-quantize types
+	}
+	if opts.OutFile != "" && !isDirArg(opts.OutFile) {
+		opts.OutFile = filepath.Join(filepath.Dir(opts.OutFile), "mmproj-"+filepath.Base(opts.OutFile))
+	}
+	return convertOne(c, opts)
+}
+
+// isDirArg tells whether an --outfile names a folder.
+func isDirArg(path string) bool {
+	if strings.HasSuffix(path, string(os.PathSeparator)) {
+		return true
+	}
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
+// convertOne runs one conversion with its progress display and prints its
+// summary.
+func convertOne(c *cli.Context, opts convert.Options) error {
+	w := c.App.Writer
 	verbose := c.Bool("verbose") || opts.DryRun
 	progress := newConvertProgress(c.App.ErrWriter, !c.Bool("quiet") && !verbose)
 	var mu sync.Mutex
@@ -244,8 +287,8 @@ func imatrixFromText(c *cli.Context, text string, opts *convert.Options) error {
 		return cli.Exit("convert: --imatrix and --imatrix-text cannot be combined", 2)
 	case convert.IsConverterType(opts.OutType):
 		return cli.Exit(fmt.Sprintf("convert: --imatrix-text needs a quantized --outtype (a llama-quantize preset or ggml type), not %q", opts.OutType), 2)
-	case opts.DryRun || opts.VocabOnly:
-		return cli.Exit("convert: --imatrix-text cannot be combined with --dry-run or --vocab-only", 2)
+	case opts.DryRun || opts.VocabOnly || opts.MMProj:
+		return cli.Exit("convert: --imatrix-text cannot be combined with --dry-run, --vocab-only or --mmproj", 2)
 	case c.Int("imatrix-ctx") < 2:
 		return cli.Exit("convert: --imatrix-ctx must be at least 2", 2)
 	}
