@@ -165,8 +165,12 @@ func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 		L.outNormW, L.outNormB = l.get(b+"layer_output_norm.weight", n, 1, true), l.get(b+"layer_output_norm.bias", n, 1, true)
 	}
 	e.cls, e.clsB = l.get("cls.weight", n, n, false), l.get("cls.bias", n, 1, false)
-	if t, ok := w.Tensor("cls.output.weight"); ok && len(t.Shape()) == 2 {
-		e.ClsOut = int(t.Shape()[1])
+	if t, ok := w.Tensor("cls.output.weight"); ok {
+		// One output is stored 1-D by llama-quantize (ggml drops a trailing 1).
+		e.ClsOut = 1
+		if s := t.Shape(); len(s) == 2 {
+			e.ClsOut = int(s[1])
+		}
 		e.clsOut, e.clsOutB = l.get("cls.output.weight", n, e.ClsOut, true), l.get("cls.output.bias", e.ClsOut, 1, false)
 	}
 	if l.err != nil {
