@@ -32,6 +32,10 @@ type roberta struct {
 
 func newRoberta(vocab VocabKind) Constructor {
 	return func(h HParams, dir string) (Model, error) {
+		if l, ok := h["lora_adaptations"].([]any); ok && len(l) > 0 {
+			return nil, &UnsupportedError{Arch: "XLMRobertaModel with lora_adaptations (jina-embeddings-v3)",
+				Reason: "llama.cpp converts it as jina-bert-v3 with one LoRA GGUF per task, which ggufkit does not write"}
+		}
 		m := &roberta{vocab: vocab, offset: -1}
 		pad, ok, err := h.Int("pad_token_id")
 		if err != nil {

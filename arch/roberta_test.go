@@ -70,3 +70,13 @@ func TestRobertaPositions(t *testing.T) {
 		t.Errorf("short table: error %v", err)
 	}
 }
+
+// TestXLMRobertaLoRA: jina-embeddings-v3 (XLMRobertaModel with
+// lora_adaptations) is refused with the reason.
+func TestXLMRobertaLoRA(t *testing.T) {
+	_, err := New(hp(t, `{`+robertaBase+`,"architectures":["XLMRobertaModel"],"lora_adaptations":["retrieval.query"]}`), "")
+	var ue *UnsupportedError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "jina-bert-v3") {
+		t.Errorf("error %v, want an UnsupportedError naming jina-bert-v3", err)
+	}
+}
