@@ -16,6 +16,11 @@ func init() {
 	register(newJamba, "JambaForCausalLM")
 	registerRaw(newGraniteHybrid, "GraniteMoeHybridForCausalLM", "BambaForCausalLM")
 	registerRaw(newFalconH1, "FalconH1ForCausalLM")
+	refused["NemotronHForCausalLM"] = "with transformers 5.24 and later, NemotronHConfig always reports " +
+		"num_experts_per_tok (default 2), so llama.cpp's NemotronHModel takes its MoE path for every checkpoint: a " +
+		"dense Nemotron-H (Nemotron-H-8B, Nemotron-Nano-9B-v2) comes out as nemotron_h_moe with feed_forward_length 0 " +
+		"on its MLP blocks and expert keys from the config class's defaults, which llama.cpp's loader then takes for " +
+		"recurrent blocks and cannot load; ggufkit does not write that file (and does not convert the MoE checkpoints yet)"
 }
 
 // jamba is JambaModel (conversion/jamba.py): Mamba-1 blocks interleaved
