@@ -103,3 +103,24 @@ func TestBrokenSSM(t *testing.T) {
 		})
 	}
 }
+
+// TestHybridStructureOnly: the Mamba-attention hybrids are verified
+// without a forward pass, and the report says so; their Q8_0 conversions
+// pass the tensor comparison against F32.
+func TestHybridStructureOnly(t *testing.T) {
+	for _, name := range []string{"jamba", "granitehybrid", "falconh1"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := assembleFixture(t, name)
+			f32 := open(t, convertTo(t, dir, "f32"))
+			q8 := open(t, convertTo(t, dir, "q8_0"))
+			rep := run(t, q8, GGUFReference(f32), Options{Prompt: "Hello", NPredict: 4})
+			if !rep.OK || rep.Forward != nil || len(rep.Tensors) == 0 {
+				t.Fatalf("OK %v, forward %v, %d tensors compared, problems %v", rep.OK, rep.Forward, len(rep.Tensors), rep.Problems)
+			}
+			if len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[0], "structure (metadata, tokenizer) and the tensors only") {
+				t.Errorf("warnings %q do not say the check is structural only", rep.Warnings)
+			}
+		})
+	}
+}
