@@ -327,7 +327,7 @@ func hybridAttnLayers(h HParams, blocks int) ([]bool, error) {
 	return attn, nil
 }
 
-func (m *graniteHybrid) Vocab() VocabKind          { return m.vocabKind }
+func (m *graniteHybrid) Vocab() VocabKind         { return m.vocabKind }
 func (m *graniteHybrid) VocabSize() (int64, bool) { return m.vocab, true }
 
 // Filter is Mamba2Model.filter_tensors, then GraniteModel's.
