@@ -44,6 +44,11 @@ func (j *job) vocab() ([]gguf.KV, error) {
 	} else if ok {
 		opts.VocabSize = int(n)
 	}
+	if s, ok := j.plugin.(arch.VocabSizer); ok {
+		if n, ok := s.VocabSize(); ok {
+			opts.VocabSize = int(n)
+		}
+	}
 	if n, ok, err := j.h.Int("type_vocab_size"); err != nil {
 		return nil, fmt.Errorf("convert: %s: %w", j.model.Root, err)
 	} else if ok {

@@ -46,6 +46,8 @@ type Model struct {
 	g4 *gemma4Weights
 	// g3n holds gemma3n's weights beyond layers (gemma3n.go).
 	g3n *gemma3nWeights
+	// ssm holds mamba's and mamba2's blocks (ssm.go) instead of layers.
+	ssm []ssmLayer
 }
 
 // layer holds one block's weights; nil means the model has no such tensor.
@@ -174,6 +176,9 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 			m.observe, m.kvF16 = opts.Observe, opts.KVCacheF16
 		}
 		return m, err
+	}
+	if cfg.ssm != nil {
+		return loadSSM(cfg, w, threads)
 	}
 	l := &loader{w: w, specs: map[string]TensorSpec{}}
 	for _, s := range cfg.ExpectedTensors(func(name string) bool { _, ok := w.Tensor(name); return ok }) {

@@ -21,11 +21,18 @@ type Session struct {
 	k, v     [][]float32 // per layer: capacity rows of HeadsKV·HeadDimK (·HeadDimV)
 	factors  []float32   // RoPE frequency factors in use, or nil
 	bufs     [][]float32 // per-worker scratch
+	ssm      *ssmState   // the recurrent state of mamba and mamba2 (ssm.go)
 }
 
 // NewSession prepares a session for up to capacity tokens.
 func (m *Model) NewSession(capacity int) (*Session, error) {
 	c := m.cfg
+	if c.ssm != nil {
+		if capacity <= 0 {
+			return nil, fmt.Errorf("%w: context of %d tokens", ErrUnsupported, capacity)
+		}
+		return &Session{m: m, capacity: capacity, ssm: newSSMState(c)}, nil
+	}
 	// kvWidth is a layer's key and value widths (gemma4's differ by layer).
 	kvWidth := func(il int) (int, int) { return c.kvDimK(), c.kvDimV() }
 	if c.g4 != nil {
@@ -67,6 +74,9 @@ func (s *Session) Len() int { return s.n }
 func (s *Session) Truncate(n int) {
 	if n >= 0 && n < s.n {
 		s.n = n
+		if s.ssm != nil {
+			s.ssm.stale = true
+		}
 	}
 }
 
@@ -132,6 +142,10 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 	switch {
 	case m.g4 != nil:
 		if err := s.evalGemma4(ctx, tokens, x); err != nil {
+			return nil, err
+		}
+	case m.ssm != nil:
+		if err := s.evalSSM(ctx, tokens, x); err != nil {
 			return nil, err
 		}
 	case m.g3n != nil:
