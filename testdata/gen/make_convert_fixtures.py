@@ -1187,7 +1187,7 @@ def fixture_files(out, name):
     for dirpath, _, fnames in os.walk(root):
         for fn in fnames:
             rel = os.path.relpath(os.path.join(dirpath, fn), root)
-            if rel in skip or rel.startswith("expected-") or rel.startswith("pytorch" + os.sep):
+            if rel in skip or rel.startswith(("expected-", "pytorch" + os.sep, "mmproj" + os.sep)):
                 continue
             files.append(rel)
     return sorted(files)
