@@ -1,0 +1,402 @@
+package forward
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/quantize"
+	"github.com/ggufkit/ggufkit/readers"
+)
+
+// Dot products on the stored blocks, as ggml's CPU backend computes a
+// matrix product (ggml-cpu/quants.c, the ggml_vec_dot_*_generic functions):
+// each activation row is first converted to the weight type's vec_dot
+// partner (type_traits_cpu vec_dot_type) — Q8_0 for the 32-value types,
+// Q8_K for the K-quants and IQ4_XS, F16 or BF16 values for F16 and BF16
+// weights — and each weight row is multiplied with it block by block in
+// integers, the block scales applied in float32.
+//
+// A weight row is first unpacked (qrow: its levels as int8 and its scales),
+// once per row however many tokens it meets; the integer sums run per 16
+// values (i8sums16, AVX2 on amd64) and the scales are applied in Go.
+
+// actKind is the format an activation row is converted to.
+type actKind uint8
+
+const (
+	actF32  actKind = iota // F32 weights: the values as they are
+	actF16                 // F16 weights: values rounded through fp16
+	actBF16                // BF16 weights: values rounded through bf16
+	actQ8_0                // block_q8_0: 32 int8 levels and a scale
+	actQ8K                 // block_q8_K: 256 int8 levels, a scale, sums per 16
+)
+
+// vecKernel is how one weight type is multiplied.
+type vecKernel struct {
+	act    actKind
+	block  int // values per block
+	bytes  int // bytes per block
+	unpack func(r *qrow, row []byte, cols int)
+}
+
+// vecKernels are the weight types with a product on the blocks; the others
+// are decoded to float32 a chunk of rows at a time.
+var vecKernels = map[gguf.Type]*vecKernel{
+	gguf.F32:    {act: actF32, block: 1, bytes: 4, unpack: floatUnpacker(readers.F32)},
+	gguf.F16:    {act: actF16, block: 1, bytes: 2, unpack: floatUnpacker(readers.F16)},
+	gguf.BF16:   {act: actBF16, block: 1, bytes: 2, unpack: floatUnpacker(readers.BF16)},
+	gguf.Q8_0:   {act: actQ8_0, block: 32, bytes: 34, unpack: unpackQ8_0},
+	gguf.Q4_0:   {act: actQ8_0, block: 32, bytes: 18, unpack: unpackQ4_0},
+	gguf.Q5_0:   {act: actQ8_0, block: 32, bytes: 22, unpack: unpackQ5_0},
+	gguf.IQ4_NL: {act: actQ8_0, block: 32, bytes: 18, unpack: unpackIQ4NL},
+	gguf.MXFP4:  {act: actQ8_0, block: 32, bytes: 17, unpack: unpackMXFP4},
+	gguf.Q4_K:   {act: actQ8K, block: 256, bytes: 144, unpack: unpackQ4K},
+	gguf.Q5_K:   {act: actQ8K, block: 256, bytes: 176, unpack: unpackQ5K},
+	gguf.Q6_K:   {act: actQ8K, block: 256, bytes: 210, unpack: unpackQ6K},
+	gguf.IQ4_XS: {act: actQ8K, block: 256, bytes: 136, unpack: unpackIQ4XS},
+}
+
+// qact is one activation row in its vec_dot partner format.
+type qact struct {
+	f     []float32 // float kinds: the (rounded) values
+	qs    []int8    // Q8_0 / Q8_K levels
+	d     []float32 // per block scale (32 or 256 values)
+	bsums []int32   // Q8_K: sum of the levels of every 16
+}
+
+// quantizeAct converts x to kind into a, reusing a's slices.
+func quantizeAct(kind actKind, x []float32, a *qact) error {
+	n := len(x)
+	switch kind {
+	case actF32:
+		a.f = x
+	case actF16, actBF16:
+		a.f = grow(a.f, n)
+		for i, v := range x {
+			if kind == actF16 {
+				a.f[i] = quantize.FP16ToFP32(quantize.FP32ToFP16(v))
+			} else {
+				a.f[i] = quantize.BF16ToFP32(quantize.FP32ToBF16(v))
+			}
+		}
+	case actQ8_0:
+		nb := n / 32
+		buf := make([]byte, nb*34)
+		if err := quantize.Encode(gguf.Q8_0, buf, x, n, nil); err != nil {
+			return err
+		}
+		a.qs, a.d = grow(a.qs, n), grow(a.d, nb)
+		for b := range nb {
+			blk := buf[b*34 : (b+1)*34]
+			a.d[b] = quantize.FP16ToFP32(binary.LittleEndian.Uint16(blk))
+			for j, q := range blk[2:34] {
+				a.qs[b*32+j] = int8(q)
+			}
+		}
+	case actQ8K:
+		nb := n / 256
+		buf := make([]byte, nb*292)
+		if err := quantize.Encode(gguf.Q8_K, buf, x, n, nil); err != nil {
+			return err
+		}
+		a.qs, a.d, a.bsums = grow(a.qs, n), grow(a.d, nb), grow(a.bsums, n/16)
+		for b := range nb {
+			blk := buf[b*292 : (b+1)*292]
+			a.d[b] = math.Float32frombits(binary.LittleEndian.Uint32(blk))
+			for j, q := range blk[4:260] {
+				a.qs[b*256+j] = int8(q)
+			}
+			for j := range 16 {
+				a.bsums[b*16+j] = int32(int16(binary.LittleEndian.Uint16(blk[260+2*j:])))
+			}
+		}
+	default:
+		return fmt.Errorf("activation kind %d", kind)
+	}
+	return nil
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// qrow is one weight row unpacked for the products.
+type qrow struct {
+	f      []float32 // float types: the decoded row
+	qs     []int8    // levels in the activation's order
+	raw    []byte    // Q8_0: the row itself, levels read in place
+	d      []float32 // per block: the weight scale (32-value types) or d (K)
+	dmin   []float32 // Q4_K, Q5_K: per 256 the scale of the mins
+	scales []int32   // K types: the integer scale of every 16 values
+	mins   []int32   // Q4_K, Q5_K: the integer min of every 32 values
+	sums   []int32   // scratch: the integer sums per 16 values
+}
+
+// dot is the product of the unpacked row r with the activation a.
+func (r *qrow) dot(kind actKind, a *qact) float32 {
+	switch kind {
+	case actQ8_0:
+		if r.raw != nil {
+			i8sums16(r.raw[2:], 34, a.qs, r.sums)
+		} else {
+			i8sums16Packed(r.qs, a.qs, r.sums)
+		}
+		var sumf float32
+		for b, d := range a.d {
+			sumi := r.sums[2*b] + r.sums[2*b+1]
+			sumf += float32(sumi) * (r.d[b] * d)
+		}
+		return sumf
+	case actQ8K:
+		i8sums16Packed(r.qs, a.qs, r.sums)
+		var sumf float32
+		for b, d := range a.d {
+			s := r.sums[16*b : 16*b+16 : 16*b+16]
+			sc := r.scales[16*b : 16*b+16 : 16*b+16]
+			var isum int32
+			for j := range 16 {
+				isum += sc[j] * s[j]
+			}
+			sumf += (r.d[b] * d) * float32(isum)
+			if r.mins != nil {
+				bs := a.bsums[16*b : 16*b+16 : 16*b+16]
+				mn := r.mins[8*b : 8*b+8 : 8*b+8]
+				var m int32
+				for j := range 16 {
+					m += bs[j] * mn[j/2]
+				}
+				sumf -= (r.dmin[b] * d) * float32(m)
+			}
+		}
+		return sumf
+	default:
+		return dotF32(r.f, a.f)
+	}
+}
+
+// i8sums16Packed is i8sums16 over contiguous levels.
+func i8sums16Packed(a, b []int8, out []int32) {
+	i8sums16(int8Bytes(a), 32, b, out)
+}
+
+// int8Bytes views levels as bytes (same size, same bits).
+func int8Bytes(a []int8) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a))
+}
+
+// i8sums16Generic sets out[i] = Σ a·b over the 16 values i·16 …; a's
+// groups of 32 start every astride bytes, b's are contiguous.
+func i8sums16Generic(a []byte, astride int, b []int8, out []int32) {
+	for g := range len(b) / 32 {
+		aa := a[g*astride : g*astride+32 : g*astride+32]
+		bb := b[g*32 : g*32+32 : g*32+32]
+		var s0, s1 int32
+		for j := range 16 {
+			s0 += int32(int8(aa[j])) * int32(bb[j])
+			s1 += int32(int8(aa[j+16])) * int32(bb[j+16])
+		}
+		out[2*g], out[2*g+1] = s0, s1
+	}
+}
+
+// dotF32Generic is Σ a·b in float32 with eight partial sums.
+func dotF32Generic(a, b []float32) float32 { return dot(a, b) }
+
+func floatUnpacker(dt readers.DType) func(r *qrow, row []byte, cols int) {
+	return func(r *qrow, row []byte, cols int) {
+		r.f = grow(r.f, cols)
+		// The row's length is checked by the caller, so the only error,
+		// an unknown dtype, cannot happen.
+		_ = readers.ToFloat32(r.f, row, dt)
+	}
+}
+
+// prepQ8 sizes r for nb blocks of 32 levels.
+func prepQ8(r *qrow, cols int) {
+	r.qs, r.d, r.raw = grow(r.qs, cols), grow(r.d, cols/32), nil
+}
+
+func half(b []byte) float32 { return quantize.FP16ToFP32(binary.LittleEndian.Uint16(b)) }
+
+func unpackQ8_0(r *qrow, row []byte, cols int) {
+	r.d, r.raw = grow(r.d, cols/32), row
+	for b := range cols / 32 {
+		r.d[b] = half(row[b*34:])
+	}
+}
+
+func unpackQ4_0(r *qrow, row []byte, cols int) {
+	prepQ8(r, cols)
+	for b := range cols / 32 {
+		blk := row[b*18 : b*18+18 : b*18+18]
+		r.d[b] = half(blk)
+		q := r.qs[b*32 : b*32+32 : b*32+32]
+		for j, v := range blk[2:18] {
+			q[j] = int8(v&0xF) - 8
+			q[j+16] = int8(v>>4) - 8
+		}
+	}
+}
+
+func unpackQ5_0(r *qrow, row []byte, cols int) {
+	prepQ8(r, cols)
+	for b := range cols / 32 {
+		blk := row[b*22 : b*22+22 : b*22+22]
+		r.d[b] = half(blk)
+		qh := binary.LittleEndian.Uint32(blk[2:])
+		q := r.qs[b*32 : b*32+32 : b*32+32]
+		for j, v := range blk[6:22] {
+			q[j] = int8(v&0xF|byte(qh>>j&1)<<4) - 16
+			q[j+16] = int8(v>>4|byte(qh>>(j+16)&1)<<4) - 16
+		}
+	}
+}
+
+// kvaluesIQ4NL is kvalues_iq4nl of ggml/src/ggml-common.h (data).
+var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+// kvaluesMXFP4 is kvalues_mxfp4 of ggml/src/ggml-common.h (data).
+var kvaluesMXFP4 = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
+
+func unpackIQ4NL(r *qrow, row []byte, cols int) {
+	prepQ8(r, cols)
+	for b := range cols / 32 {
+		blk := row[b*18 : b*18+18 : b*18+18]
+		r.d[b] = half(blk)
+		q := r.qs[b*32 : b*32+32 : b*32+32]
+		for j, v := range blk[2:18] {
+			q[j] = kvaluesIQ4NL[v&0xF]
+			q[j+16] = kvaluesIQ4NL[v>>4]
+		}
+	}
+}
+
+// e8m0Half is ggml_e8m0_to_fp32_half (ggml-impl.h): 2^(e-128).
+func e8m0Half(e uint8) float32 {
+	if e < 2 {
+		return math.Float32frombits(0x00200000 << e)
+	}
+	return math.Float32frombits(uint32(e-1) << 23)
+}
+
+func unpackMXFP4(r *qrow, row []byte, cols int) {
+	prepQ8(r, cols)
+	for b := range cols / 32 {
+		blk := row[b*17 : b*17+17 : b*17+17]
+		r.d[b] = e8m0Half(blk[0])
+		q := r.qs[b*32 : b*32+32 : b*32+32]
+		for j, v := range blk[1:17] {
+			q[j] = kvaluesMXFP4[v&0xF]
+			q[j+16] = kvaluesMXFP4[v>>4]
+		}
+	}
+}
+
+// prepK sizes r for the 256-value super-blocks of cols.
+func prepK(r *qrow, cols int, mins bool) {
+	nb := cols / 256
+	r.qs, r.d, r.scales, r.raw = grow(r.qs, cols), grow(r.d, nb), grow(r.scales, cols/16), nil
+	r.mins, r.dmin = nil, nil
+	if mins {
+		r.mins, r.dmin = grow(r.mins, cols/32), grow(r.dmin, nb)
+	}
+}
+
+// scaleMinK4 unpacks the 12 bytes of 6-bit scales and mins of Q4_K and
+// Q5_K (get_scale_min_k4) into sixteen scales (each twice, one per 16
+// values) and eight mins.
+func scaleMinK4(q []byte, sc, mn []int32) {
+	for j := range 8 {
+		var s, m byte
+		if j < 4 {
+			s, m = q[j]&63, q[j+4]&63
+		} else {
+			s = q[j+4]&0xF | (q[j-4]>>6)<<4
+			m = q[j+4]>>4 | (q[j]>>6)<<4
+		}
+		sc[2*j], sc[2*j+1], mn[j] = int32(s), int32(s), int32(m)
+	}
+}
+
+func unpackQ4K(r *qrow, row []byte, cols int) {
+	prepK(r, cols, true)
+	for b := range cols / 256 {
+		blk := row[b*144 : b*144+144 : b*144+144]
+		r.d[b], r.dmin[b] = half(blk), half(blk[2:])
+		scaleMinK4(blk[4:16], r.scales[16*b:], r.mins[8*b:])
+		q := r.qs[b*256 : b*256+256 : b*256+256]
+		for j := range 4 {
+			qs := blk[16+32*j : 48+32*j]
+			for l, v := range qs {
+				q[64*j+l] = int8(v & 0xF)
+				q[64*j+32+l] = int8(v >> 4)
+			}
+		}
+	}
+}
+
+func unpackQ5K(r *qrow, row []byte, cols int) {
+	prepK(r, cols, true)
+	for b := range cols / 256 {
+		blk := row[b*176 : b*176+176 : b*176+176]
+		r.d[b], r.dmin[b] = half(blk), half(blk[2:])
+		scaleMinK4(blk[4:16], r.scales[16*b:], r.mins[8*b:])
+		qh := blk[16:48]
+		q := r.qs[b*256 : b*256+256 : b*256+256]
+		for j := range 4 {
+			qs := blk[48+32*j : 80+32*j]
+			for l, v := range qs {
+				q[64*j+l] = int8(v&0xF | (qh[l]>>(2*j)&1)<<4)
+				q[64*j+32+l] = int8(v>>4 | (qh[l]>>(2*j+1)&1)<<4)
+			}
+		}
+	}
+}
+
+func unpackQ6K(r *qrow, row []byte, cols int) {
+	prepK(r, cols, false)
+	for b := range cols / 256 {
+		blk := row[b*210 : b*210+210 : b*210+210]
+		ql, qh, sc := blk[0:128], blk[128:192], blk[192:208]
+		r.d[b] = half(blk[208:])
+		for j, s := range sc {
+			r.scales[16*b+j] = int32(int8(s))
+		}
+		q := r.qs[b*256 : b*256+256 : b*256+256]
+		for h := range 2 {
+			l4, hh, a := ql[64*h:64*h+64], qh[32*h:32*h+32], q[128*h:128*h+128]
+			for l := range 32 {
+				a[l] = int8(l4[l]&0xF|(hh[l]&3)<<4) - 32
+				a[l+32] = int8(l4[l+32]&0xF|(hh[l]>>2&3)<<4) - 32
+				a[l+64] = int8(l4[l]>>4|(hh[l]>>4&3)<<4) - 32
+				a[l+96] = int8(l4[l+32]>>4|(hh[l]>>6&3)<<4) - 32
+			}
+		}
+	}
+}
+
+func unpackIQ4XS(r *qrow, row []byte, cols int) {
+	prepK(r, cols, false)
+	for b := range cols / 256 {
+		blk := row[b*136 : b*136+136 : b*136+136]
+		r.d[b] = half(blk)
+		h := binary.LittleEndian.Uint16(blk[2:])
+		sl := blk[4:8]
+		q := r.qs[b*256 : b*256+256 : b*256+256]
+		for ib := range 8 {
+			ls := int32(sl[ib/2]>>(4*(ib%2))&0xF|byte(h>>(2*ib)&3)<<4) - 32
+			r.scales[16*b+2*ib], r.scales[16*b+2*ib+1] = ls, ls
+			qs := blk[8+16*ib : 24+16*ib]
+			for j, v := range qs {
+				q[32*ib+j] = kvaluesIQ4NL[v&0xF]
+				q[32*ib+16+j] = kvaluesIQ4NL[v>>4]
+			}
+		}
+	}
+}

@@ -1,0 +1,46 @@
+//go:build !purego
+
+package forward
+
+import "golang.org/x/sys/cpu"
+
+// The amd64 kernels of the products (vecdot_amd64.s); the purego build tag
+// turns them off, and vecdot_test.go checks them against the Go forms.
+
+//go:noescape
+func i8sums16AVX2(a *byte, astride int, b *int8, groups int, out *int32)
+
+//go:noescape
+func dotF32AVX2(a, b *float32, n int) float32
+
+var (
+	useAVX2 = cpu.X86.HasAVX2
+	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+)
+
+// i8sums16 sets out[i] to Σ a·b over the 16 values from i·16 on: len(b)
+// values, a's groups of 32 levels starting every astride bytes.
+func i8sums16(a []byte, astride int, b []int8, out []int32) {
+	groups := len(b) / 32
+	if !useAVX2 || groups == 0 {
+		i8sums16Generic(a, astride, b, out)
+		return
+	}
+	_ = a[(groups-1)*astride+31]
+	_ = out[2*groups-1]
+	i8sums16AVX2(&a[0], astride, &b[0], groups, &out[0])
+}
+
+// dotF32 is Σ a·b in float32 (b at least as long as a).
+func dotF32(a, b []float32) float32 {
+	n := len(a) &^ 31
+	if !useFMA || n == 0 {
+		return dotF32Generic(a, b)
+	}
+	b = b[:len(a)]
+	s := dotF32AVX2(&a[0], &b[0], n)
+	if n < len(a) {
+		s += dotF32Generic(a[n:], b[n:])
+	}
+	return s
+}

@@ -1,0 +1,140 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// i8sums16AVX2 order of the per-16 sums of four groups after the VPHADDDs
+// (lane low halves first): back to group order.
+DATA sums16perm<>+0(SB)/4, $0
+DATA sums16perm<>+4(SB)/4, $4
+DATA sums16perm<>+8(SB)/4, $1
+DATA sums16perm<>+12(SB)/4, $5
+DATA sums16perm<>+16(SB)/4, $2
+DATA sums16perm<>+20(SB)/4, $6
+DATA sums16perm<>+24(SB)/4, $3
+DATA sums16perm<>+28(SB)/4, $7
+GLOBL sums16perm<>(SB), RODATA|NOPTR, $32
+
+// func i8sums16AVX2(a *byte, astride int, b *int8, groups int, out *int32)
+//
+// For each group of 32: |a| (unsigned) times b with a's sign (VPSIGNB),
+// pairs added to int16 (VPMADDUBSW: |a| ≤ 128 and |b| ≤ 127, so no pair
+// saturates), then to int32 (VPMADDWD by ones), then the two halves of 16.
+// Exact integer sums, as the Go form.
+TEXT ·i8sums16AVX2(SB), NOSPLIT, $0-40
+	MOVQ a+0(FP), SI
+	MOVQ astride+8(FP), R8
+	MOVQ b+16(FP), DI
+	MOVQ groups+24(FP), CX
+	MOVQ out+32(FP), DX
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	VMOVDQU  sums16perm<>(SB), Y14
+	LEAQ     (R8)(R8*2), R9
+
+loop4:
+	CMPQ CX, $4
+	JLT  tail
+
+	VMOVDQU    (SI), Y0
+	VMOVDQU    (DI), Y1
+	VPSIGNB    Y0, Y0, Y2
+	VPSIGNB    Y0, Y1, Y1
+	VPMADDUBSW Y1, Y2, Y4
+	VPMADDWD   Y15, Y4, Y4
+
+	VMOVDQU    (SI)(R8*1), Y0
+	VMOVDQU    32(DI), Y1
+	VPSIGNB    Y0, Y0, Y2
+	VPSIGNB    Y0, Y1, Y1
+	VPMADDUBSW Y1, Y2, Y5
+	VPMADDWD   Y15, Y5, Y5
+
+	VMOVDQU    (SI)(R8*2), Y0
+	VMOVDQU    64(DI), Y1
+	VPSIGNB    Y0, Y0, Y2
+	VPSIGNB    Y0, Y1, Y1
+	VPMADDUBSW Y1, Y2, Y6
+	VPMADDWD   Y15, Y6, Y6
+
+	VMOVDQU    (SI)(R9*1), Y0
+	VMOVDQU    96(DI), Y1
+	VPSIGNB    Y0, Y0, Y2
+	VPSIGNB    Y0, Y1, Y1
+	VPMADDUBSW Y1, Y2, Y7
+	VPMADDWD   Y15, Y7, Y7
+
+	VPHADDD Y5, Y4, Y4
+	VPHADDD Y7, Y6, Y6
+	VPHADDD Y6, Y4, Y4
+	VPERMD  Y4, Y14, Y4
+	VMOVDQU Y4, (DX)
+
+	LEAQ (SI)(R8*4), SI
+	ADDQ $128, DI
+	ADDQ $32, DX
+	SUBQ $4, CX
+	JMP  loop4
+
+tail:
+	TESTQ CX, CX
+	JEQ   done
+	VMOVDQU      (SI), Y0
+	VMOVDQU      (DI), Y1
+	VPSIGNB      Y0, Y0, Y2
+	VPSIGNB      Y0, Y1, Y1
+	VPMADDUBSW   Y1, Y2, Y4
+	VPMADDWD     Y15, Y4, Y4
+	VPHADDD      Y4, Y4, Y4
+	VPHADDD      Y4, Y4, Y4
+	VMOVD        X4, (DX)
+	VEXTRACTI128 $1, Y4, X5
+	VMOVD        X5, 4(DX)
+	ADDQ         R8, SI
+	ADDQ         $32, DI
+	ADDQ         $8, DX
+	DECQ         CX
+	JMP          tail
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotF32AVX2(a, b *float32, n int) float32
+//
+// n a multiple of 32; four 8-lane FMA accumulators.
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+floop:
+	CMPQ        CX, $32
+	JLT         fdone
+	VMOVUPS     (SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         floop
+
+fdone:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
