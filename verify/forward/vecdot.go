@@ -143,33 +143,21 @@ func (r *qrow) dot(kind actKind, a *qact) float32 {
 	switch kind {
 	case actQ8_0:
 		if r.raw != nil {
-			i8sums16(r.raw[2:], 34, a.qs, r.sums)
-		} else {
-			i8sums16Packed(r.qs, a.qs, r.sums)
+			return dotQ8(r.raw[2:], 34, a.qs, r.d, a.d, r.sums)
 		}
-		var sumf float32
-		for b, d := range a.d {
-			sumi := r.sums[2*b] + r.sums[2*b+1]
-			sumf += float32(sumi) * (r.d[b] * d)
-		}
-		return sumf
+		return dotQ8(int8Bytes(r.qs), 32, a.qs, r.d, a.d, r.sums)
 	case actQ8K:
-		i8sums16Packed(r.qs, a.qs, r.sums)
+		isums := r.sums[:len(a.d)]
+		dotK(r.qs, a.qs, r.scales, isums)
 		var sumf float32
 		for b, d := range a.d {
-			s := r.sums[16*b : 16*b+16 : 16*b+16]
-			sc := r.scales[16*b : 16*b+16 : 16*b+16]
-			var isum int32
-			for j := range 16 {
-				isum += sc[j] * s[j]
-			}
-			sumf += (r.d[b] * d) * float32(isum)
+			sumf += (r.d[b] * d) * float32(isums[b])
 			if r.mins != nil {
 				bs := a.bsums[16*b : 16*b+16 : 16*b+16]
 				mn := r.mins[8*b : 8*b+8 : 8*b+8]
 				var m int32
-				for j := range 16 {
-					m += bs[j] * mn[j/2]
+				for j := range 8 {
+					m += (bs[2*j] + bs[2*j+1]) * mn[j]
 				}
 				sumf -= (r.dmin[b] * d) * float32(m)
 			}
@@ -177,6 +165,31 @@ func (r *qrow) dot(kind actKind, a *qact) float32 {
 		return sumf
 	default:
 		return dotF32(r.f, a.f)
+	}
+}
+
+// dotQ8Generic is dotQ8 through i8sums16, the scales applied block by
+// block as ggml_vec_dot_q8_0_q8_0_generic does.
+func dotQ8Generic(a []byte, astride int, b []int8, wd, xd []float32, sums []int32) float32 {
+	groups := len(b) / 32
+	i8sums16(a, astride, b, sums[:2*groups])
+	var sumf float32
+	for g := range groups {
+		sumf += float32(sums[2*g]+sums[2*g+1]) * (wd[g] * xd[g])
+	}
+	return sumf
+}
+
+// dotKGeneric is dotK through i8sums16.
+func dotKGeneric(a, b []int8, scales []int32, out []int32) {
+	var sums [16]int32
+	for i := range len(b) / 256 {
+		i8sums16Packed(a[256*i:256*i+256], b[256*i:256*i+256], sums[:])
+		var isum int32
+		for j, s := range sums {
+			isum += scales[16*i+j] * s
+		}
+		out[i] = isum
 	}
 }
 
@@ -231,29 +244,61 @@ func unpackQ8_0(r *qrow, row []byte, cols int) {
 	}
 }
 
+// The unpackers work on eight levels at a time in a uint64 (SWAR): nibbles
+// and high bits are masked and shifted within each byte, and an offset c
+// (8, 16 or 32) is taken off every byte as (v + 0x80 - c) ^ 0x80, which
+// never carries into the next byte for 0 ≤ v < 2c.
+const (
+	lo4   = 0x0F0F0F0F0F0F0F0F
+	lo2   = 0x0303030303030303
+	lo1   = 0x0101010101010101
+	msb   = 0x8080808080808080
+	less8 = 0x7878787878787878 // 0x80 - 8 in every byte
+)
+
+var le = binary.LittleEndian
+
+// bitBytes[b] has byte k = 0x10 where bit k of b is set: eight Q5_0 high
+// bits moved to their levels' bit 4.
+var bitBytes = func() (t [256]uint64) {
+	for b := range t {
+		for k := range 8 {
+			if b>>k&1 != 0 {
+				t[b] |= 0x10 << (8 * k)
+			}
+		}
+	}
+	return t
+}()
+
 func unpackQ4_0(r *qrow, row []byte, cols int) {
 	prepQ8(r, cols)
+	qb := int8Bytes(r.qs)
 	for b := range cols / 32 {
 		blk := row[b*18 : b*18+18 : b*18+18]
 		r.d[b] = half(blk)
-		q := r.qs[b*32 : b*32+32 : b*32+32]
-		for j, v := range blk[2:18] {
-			q[j] = int8(v&0xF) - 8
-			q[j+16] = int8(v>>4) - 8
+		q := qb[b*32 : b*32+32 : b*32+32]
+		for l := 0; l < 16; l += 8 {
+			u := le.Uint64(blk[2+l:])
+			le.PutUint64(q[l:], (u&lo4+less8)^msb)
+			le.PutUint64(q[16+l:], (u>>4&lo4+less8)^msb)
 		}
 	}
 }
 
 func unpackQ5_0(r *qrow, row []byte, cols int) {
 	prepQ8(r, cols)
+	qb := int8Bytes(r.qs)
+	const less16 = 0x7070707070707070
 	for b := range cols / 32 {
 		blk := row[b*22 : b*22+22 : b*22+22]
 		r.d[b] = half(blk)
-		qh := binary.LittleEndian.Uint32(blk[2:])
-		q := r.qs[b*32 : b*32+32 : b*32+32]
-		for j, v := range blk[6:22] {
-			q[j] = int8(v&0xF|byte(qh>>j&1)<<4) - 16
-			q[j+16] = int8(v>>4|byte(qh>>(j+16)&1)<<4) - 16
+		qh := le.Uint32(blk[2:])
+		q := qb[b*32 : b*32+32 : b*32+32]
+		for l := 0; l < 16; l += 8 {
+			u := le.Uint64(blk[6+l:])
+			le.PutUint64(q[l:], (u&lo4|bitBytes[qh>>l&0xFF]+less16)^msb)
+			le.PutUint64(q[16+l:], (u>>4&lo4|bitBytes[qh>>(16+l)&0xFF]+less16)^msb)
 		}
 	}
 }
@@ -330,12 +375,13 @@ func unpackQ4K(r *qrow, row []byte, cols int) {
 		blk := row[b*144 : b*144+144 : b*144+144]
 		r.d[b], r.dmin[b] = half(blk), half(blk[2:])
 		scaleMinK4(blk[4:16], r.scales[16*b:], r.mins[8*b:])
-		q := r.qs[b*256 : b*256+256 : b*256+256]
+		q := int8Bytes(r.qs[b*256 : b*256+256 : b*256+256])
 		for j := range 4 {
-			qs := blk[16+32*j : 48+32*j]
-			for l, v := range qs {
-				q[64*j+l] = int8(v & 0xF)
-				q[64*j+32+l] = int8(v >> 4)
+			qs := blk[16+32*j : 48+32*j : 48+32*j]
+			for l := 0; l < 32; l += 8 {
+				u := le.Uint64(qs[l:])
+				le.PutUint64(q[64*j+l:], u&lo4)
+				le.PutUint64(q[64*j+32+l:], u>>4&lo4)
 			}
 		}
 	}
@@ -347,13 +393,14 @@ func unpackQ5K(r *qrow, row []byte, cols int) {
 		blk := row[b*176 : b*176+176 : b*176+176]
 		r.d[b], r.dmin[b] = half(blk), half(blk[2:])
 		scaleMinK4(blk[4:16], r.scales[16*b:], r.mins[8*b:])
-		qh := blk[16:48]
-		q := r.qs[b*256 : b*256+256 : b*256+256]
+		qh := blk[16:48:48]
+		q := int8Bytes(r.qs[b*256 : b*256+256 : b*256+256])
 		for j := range 4 {
-			qs := blk[48+32*j : 80+32*j]
-			for l, v := range qs {
-				q[64*j+l] = int8(v&0xF | (qh[l]>>(2*j)&1)<<4)
-				q[64*j+32+l] = int8(v>>4 | (qh[l]>>(2*j+1)&1)<<4)
+			qs := blk[48+32*j : 80+32*j : 80+32*j]
+			for l := 0; l < 32; l += 8 {
+				u, h := le.Uint64(qs[l:]), le.Uint64(qh[l:])
+				le.PutUint64(q[64*j+l:], u&lo4|(h>>(2*j)&lo1)<<4)
+				le.PutUint64(q[64*j+32+l:], u>>4&lo4|(h>>(2*j+1)&lo1)<<4)
 			}
 		}
 	}
@@ -368,14 +415,16 @@ func unpackQ6K(r *qrow, row []byte, cols int) {
 		for j, s := range sc {
 			r.scales[16*b+j] = int32(int8(s))
 		}
-		q := r.qs[b*256 : b*256+256 : b*256+256]
+		const less32 = 0x6060606060606060
+		q := int8Bytes(r.qs[b*256 : b*256+256 : b*256+256])
 		for h := range 2 {
-			l4, hh, a := ql[64*h:64*h+64], qh[32*h:32*h+32], q[128*h:128*h+128]
-			for l := range 32 {
-				a[l] = int8(l4[l]&0xF|(hh[l]&3)<<4) - 32
-				a[l+32] = int8(l4[l+32]&0xF|(hh[l]>>2&3)<<4) - 32
-				a[l+64] = int8(l4[l]>>4|(hh[l]>>4&3)<<4) - 32
-				a[l+96] = int8(l4[l+32]>>4|(hh[l]>>6&3)<<4) - 32
+			l4, hh, a := ql[64*h:64*h+64:64*h+64], qh[32*h:32*h+32:32*h+32], q[128*h:128*h+128:128*h+128]
+			for l := 0; l < 32; l += 8 {
+				x, y, z := le.Uint64(l4[l:]), le.Uint64(l4[l+32:]), le.Uint64(hh[l:])
+				le.PutUint64(a[l:], (x&lo4|(z&lo2)<<4+less32)^msb)
+				le.PutUint64(a[l+32:], (y&lo4|(z>>2&lo2)<<4+less32)^msb)
+				le.PutUint64(a[l+64:], (x>>4&lo4|(z>>4&lo2)<<4+less32)^msb)
+				le.PutUint64(a[l+96:], (y>>4&lo4|(z>>6&lo2)<<4+less32)^msb)
 			}
 		}
 	}

@@ -13,6 +13,12 @@ func i8sums16AVX2(a *byte, astride int, b *int8, groups int, out *int32)
 //go:noescape
 func dotF32AVX2(a, b *float32, n int) float32
 
+//go:noescape
+func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) float32
+
+//go:noescape
+func i8dotKAVX2(a, b *int8, scales *int32, blocks int, out *int32)
+
 var (
 	useAVX2 = cpu.X86.HasAVX2
 	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
@@ -43,4 +49,33 @@ func dotF32(a, b []float32) float32 {
 		s += dotF32Generic(a[n:], b[n:])
 	}
 	return s
+}
+
+// dotQ8 is Σ over groups of 32 of (Σ a·b)·(wd·xd): a's groups every astride
+// bytes, b's contiguous, sums scratch for the Go form.
+func dotQ8(a []byte, astride int, b []int8, wd, xd []float32, sums []int32) float32 {
+	groups := len(b) / 32
+	n4 := groups &^ 3
+	if !useFMA || n4 == 0 {
+		return dotQ8Generic(a, astride, b, wd, xd, sums)
+	}
+	_ = a[(n4-1)*astride+31]
+	_, _ = wd[n4-1], xd[n4-1]
+	s := i8dotQ8AVX2(&a[0], astride, &b[0], &wd[0], &xd[0], n4)
+	if n4 < groups {
+		s += dotQ8Generic(a[n4*astride:], astride, b[n4*32:], wd[n4:], xd[n4:], sums)
+	}
+	return s
+}
+
+// dotK sets out[i] to Σ over the sixteen 16s of super-block i of
+// scale·(Σ a·b).
+func dotK(a, b []int8, scales []int32, out []int32) {
+	blocks := len(b) / 256
+	if !useAVX2 || blocks == 0 {
+		dotKGeneric(a, b, scales, out)
+		return
+	}
+	_, _, _ = a[blocks*256-1], scales[blocks*16-1], out[blocks-1]
+	i8dotKAVX2(&a[0], &b[0], &scales[0], blocks, &out[0])
 }

@@ -138,3 +138,126 @@ fdone:
 	VZEROUPPER
 	MOVSS        X0, ret+24(FP)
 	RET
+
+// func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) float32
+//
+// Σ over groups of 32 of (Σ a·b)·(wd·xd), groups a multiple of 4: the
+// integer sums as in i8sums16AVX2, four groups' converted to float32 and
+// scaled, accumulated in four lanes.
+TEXT ·i8dotQ8AVX2(SB), NOSPLIT, $0-52
+	MOVQ     a+0(FP), SI
+	MOVQ     astride+8(FP), R8
+	MOVQ     b+16(FP), DI
+	MOVQ     wd+24(FP), R10
+	MOVQ     xd+32(FP), R11
+	MOVQ     groups+40(FP), CX
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	VXORPS   X13, X13, X13
+	LEAQ     (R8)(R8*2), R9
+
+qloop:
+	CMPQ CX, $4
+	JLT  qdone
+
+	VMOVDQU    (SI), Y0
+	VMOVDQU    (DI), Y1
+	VPSIGNB    Y0, Y0, Y2
+	VPSIGNB    Y0, Y1, Y1
+	VPMADDUBSW Y1, Y2, Y4
+	VPMADDWD   Y15, Y4, Y4
+
+	VMOVDQU    (SI)(R8*1), Y0
+	VMOVDQU    32(DI), Y1
+	VPSIGNB    Y0, Y0, Y2
+	VPSIGNB    Y0, Y1, Y1
+	VPMADDUBSW Y1, Y2, Y5
+	VPMADDWD   Y15, Y5, Y5
+
+	VMOVDQU    (SI)(R8*2), Y0
+	VMOVDQU    64(DI), Y1
+	VPSIGNB    Y0, Y0, Y2
+	VPSIGNB    Y0, Y1, Y1
+	VPMADDUBSW Y1, Y2, Y6
+	VPMADDWD   Y15, Y6, Y6
+
+	VMOVDQU    (SI)(R9*1), Y0
+	VMOVDQU    96(DI), Y1
+	VPSIGNB    Y0, Y0, Y2
+	VPSIGNB    Y0, Y1, Y1
+	VPMADDUBSW Y1, Y2, Y7
+	VPMADDWD   Y15, Y7, Y7
+
+	VPHADDD      Y5, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPHADDD      Y6, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPADDD       X5, X4, X4
+	VCVTDQ2PS    X4, X4
+	VMOVUPS      (R10), X5
+	VMULPS       (R11), X5, X5
+	VFMADD231PS  X5, X4, X13
+
+	LEAQ (SI)(R8*4), SI
+	ADDQ $128, DI
+	ADDQ $16, R10
+	ADDQ $16, R11
+	SUBQ $4, CX
+	JMP  qloop
+
+qdone:
+	VHADDPS X13, X13, X13
+	VHADDPS X13, X13, X13
+	VZEROUPPER
+	MOVSS   X13, ret+48(FP)
+	RET
+
+// func i8dotKAVX2(a, b *int8, scales *int32, blocks int, out *int32)
+//
+// For each super-block of 256: Σ over its sixteen 16s of scale·(Σ a·b),
+// in int32 (at most 2^26 in magnitude for 6-bit scales and int8 levels).
+TEXT ·i8dotKAVX2(SB), NOSPLIT, $0-40
+	MOVQ     a+0(FP), SI
+	MOVQ     b+8(FP), DI
+	MOVQ     scales+16(FP), R10
+	MOVQ     blocks+24(FP), CX
+	MOVQ     out+32(FP), DX
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+
+kblock:
+	TESTQ  CX, CX
+	JEQ    kdone
+	VPXOR  Y13, Y13, Y13
+	MOVQ   $8, BX
+
+kgroup:
+	VMOVDQU      (SI), Y0
+	VMOVDQU      (DI), Y1
+	VPSIGNB      Y0, Y0, Y2
+	VPSIGNB      Y0, Y1, Y1
+	VPMADDUBSW   Y1, Y2, Y4
+	VPMADDWD     Y15, Y4, Y4
+	VPBROADCASTD (R10), Y8
+	VPBROADCASTD 4(R10), Y9
+	VPBLENDD     $0xF0, Y9, Y8, Y8
+	VPMULLD      Y8, Y4, Y4
+	VPADDD       Y4, Y13, Y13
+	ADDQ         $32, SI
+	ADDQ         $32, DI
+	ADDQ         $8, R10
+	DECQ         BX
+	JNZ          kgroup
+
+	VEXTRACTI128 $1, Y13, X14
+	VPADDD       X14, X13, X13
+	VPHADDD      X13, X13, X13
+	VPHADDD      X13, X13, X13
+	VMOVD        X13, (DX)
+	ADDQ         $4, DX
+	DECQ         CX
+	JMP          kblock
+
+kdone:
+	VZEROUPPER
+	RET

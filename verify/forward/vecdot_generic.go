@@ -10,3 +10,13 @@ func i8sums16(a []byte, astride int, b []int8, out []int32) {
 
 // dotF32 is Σ a·b in float32 (b at least as long as a).
 func dotF32(a, b []float32) float32 { return dotF32Generic(a, b) }
+
+// dotQ8 is Σ over groups of 32 of (Σ a·b)·(wd·xd): a's groups every astride
+// bytes, b's contiguous, sums scratch.
+func dotQ8(a []byte, astride int, b []int8, wd, xd []float32, sums []int32) float32 {
+	return dotQ8Generic(a, astride, b, wd, xd, sums)
+}
+
+// dotK sets out[i] to Σ over the sixteen 16s of super-block i of
+// scale·(Σ a·b).
+func dotK(a, b []int8, scales []int32, out []int32) { dotKGeneric(a, b, scales, out) }
