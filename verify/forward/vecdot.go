@@ -148,7 +148,11 @@ func (r *qrow) dot(kind actKind, a *qact) float32 {
 		return dotQ8(int8Bytes(r.qs), 32, a.qs, r.d, a.d, r.sums)
 	case actQ8K:
 		isums := r.sums[:len(a.d)]
-		dotK(r.qs, a.qs, r.scales, isums)
+		if r.raw != nil {
+			q4kDot(r.raw, a.qs, r.scales, isums)
+		} else {
+			dotK(r.qs, a.qs, r.scales, isums)
+		}
 		var sumf float32
 		for b, d := range a.d {
 			sumf += (r.d[b] * d) * float32(isums[b])
@@ -178,6 +182,28 @@ func dotQ8Generic(a []byte, astride int, b []int8, wd, xd []float32, sums []int3
 		sumf += float32(sums[2*g]+sums[2*g+1]) * (wd[g] * xd[g])
 	}
 	return sumf
+}
+
+// q4kDotGeneric is dotK on the stored Q4_K blocks of x (levels from byte
+// 16 of each 144: 32 bytes hold 32 low nibbles, then 32 high ones).
+func q4kDotGeneric(x []byte, b []int8, scales []int32, out []int32) {
+	for i := range len(b) / 256 {
+		qs := x[144*i+16 : 144*i+144 : 144*i+144]
+		bb := b[256*i : 256*i+256 : 256*i+256]
+		var isum int32
+		for j := range 4 {
+			var s [4]int32
+			for l := range 32 {
+				v := qs[32*j+l]
+				s[l/16] += int32(v&0xF) * int32(bb[64*j+l])
+				s[2+l/16] += int32(v>>4) * int32(bb[64*j+32+l])
+			}
+			for h := range 4 {
+				isum += scales[16*i+4*j+h] * s[h]
+			}
+		}
+		out[i] = isum
+	}
 }
 
 // dotKGeneric is dotK through i8sums16.
@@ -375,16 +401,8 @@ func unpackQ4K(r *qrow, row []byte, cols int) {
 		blk := row[b*144 : b*144+144 : b*144+144]
 		r.d[b], r.dmin[b] = half(blk), half(blk[2:])
 		scaleMinK4(blk[4:16], r.scales[16*b:], r.mins[8*b:])
-		q := int8Bytes(r.qs[b*256 : b*256+256 : b*256+256])
-		for j := range 4 {
-			qs := blk[16+32*j : 48+32*j : 48+32*j]
-			for l := 0; l < 32; l += 8 {
-				u := le.Uint64(qs[l:])
-				le.PutUint64(q[64*j+l:], u&lo4)
-				le.PutUint64(q[64*j+32+l:], u>>4&lo4)
-			}
-		}
 	}
+	r.raw = row // the levels are read in place (q4kDot)
 }
 
 func unpackQ5K(r *qrow, row []byte, cols int) {

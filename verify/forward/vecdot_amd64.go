@@ -17,6 +17,9 @@ func dotF32AVX2(a, b *float32, n int) float32
 func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) float32
 
 //go:noescape
+func q4kDotAVX2(x *byte, b *int8, scales *int32, blocks int, out *int32)
+
+//go:noescape
 func i8dotKAVX2(a, b *int8, scales *int32, blocks int, out *int32)
 
 var (
@@ -78,4 +81,15 @@ func dotK(a, b []int8, scales []int32, out []int32) {
 	}
 	_, _, _ = a[blocks*256-1], scales[blocks*16-1], out[blocks-1]
 	i8dotKAVX2(&a[0], &b[0], &scales[0], blocks, &out[0])
+}
+
+// q4kDot is dotK on the stored Q4_K blocks of x.
+func q4kDot(x []byte, b []int8, scales []int32, out []int32) {
+	blocks := len(b) / 256
+	if !useAVX2 || blocks == 0 {
+		q4kDotGeneric(x, b, scales, out)
+		return
+	}
+	_, _, _ = x[blocks*144-1], scales[blocks*16-1], out[blocks-1]
+	q4kDotAVX2(&x[0], &b[0], &scales[0], blocks, &out[0])
 }

@@ -261,3 +261,66 @@ kgroup:
 kdone:
 	VZEROUPPER
 	RET
+
+// func q4kDotAVX2(x *byte, b *int8, scales *int32, blocks int, out *int32)
+//
+// dotK straight on Q4_K blocks (144 bytes, levels from byte 16 on): each
+// 32 bytes hold 64 levels, 32 low nibbles then 32 high ones, all 0..15, so
+// VPMADDUBSW takes them as the unsigned operand as they are.
+TEXT ·q4kDotAVX2(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), SI
+	MOVQ         b+8(FP), DI
+	MOVQ         scales+16(FP), R10
+	MOVQ         blocks+24(FP), CX
+	MOVQ         out+32(FP), DX
+	VPCMPEQW     Y15, Y15, Y15
+	VPSRLW       $15, Y15, Y15
+	MOVQ         $0x0F0F0F0F, AX
+	MOVQ         AX, X14
+	VPBROADCASTD X14, Y14
+
+q4block:
+	TESTQ CX, CX
+	JEQ   q4done
+	VPXOR Y13, Y13, Y13
+	LEAQ  16(SI), R11
+	MOVQ  $4, BX
+
+q4chunk:
+	VMOVDQU      (R11), Y0
+	VPAND        Y14, Y0, Y1
+	VPSRLW       $4, Y0, Y0
+	VPAND        Y14, Y0, Y0
+	VPMADDUBSW   (DI), Y1, Y2
+	VPMADDWD     Y15, Y2, Y2
+	VPBROADCASTD (R10), Y8
+	VPBROADCASTD 4(R10), Y9
+	VPBLENDD     $0xF0, Y9, Y8, Y8
+	VPMULLD      Y8, Y2, Y2
+	VPADDD       Y2, Y13, Y13
+	VPMADDUBSW   32(DI), Y0, Y3
+	VPMADDWD     Y15, Y3, Y3
+	VPBROADCASTD 8(R10), Y8
+	VPBROADCASTD 12(R10), Y9
+	VPBLENDD     $0xF0, Y9, Y8, Y8
+	VPMULLD      Y8, Y3, Y3
+	VPADDD       Y3, Y13, Y13
+	ADDQ         $32, R11
+	ADDQ         $64, DI
+	ADDQ         $16, R10
+	DECQ         BX
+	JNZ          q4chunk
+
+	VEXTRACTI128 $1, Y13, X12
+	VPADDD       X12, X13, X13
+	VPHADDD      X13, X13, X13
+	VPHADDD      X13, X13, X13
+	VMOVD        X13, (DX)
+	ADDQ         $144, SI
+	ADDQ         $4, DX
+	DECQ         CX
+	JMP          q4block
+
+q4done:
+	VZEROUPPER
+	RET

@@ -20,3 +20,6 @@ func dotQ8(a []byte, astride int, b []int8, wd, xd []float32, sums []int32) floa
 // dotK sets out[i] to Σ over the sixteen 16s of super-block i of
 // scale·(Σ a·b).
 func dotK(a, b []int8, scales []int32, out []int32) { dotKGeneric(a, b, scales, out) }
+
+// q4kDot is dotK on the stored Q4_K blocks of x.
+func q4kDot(x []byte, b []int8, scales []int32, out []int32) { q4kDotGeneric(x, b, scales, out) }

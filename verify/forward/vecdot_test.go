@@ -176,7 +176,7 @@ func TestDotF32(t *testing.T) {
 	}
 }
 
-// TestDotQ8K checks the fused products (AVX2 on amd64) against their Go
+// TestDotQ8K checks the fused products (dotQ8, dotK, q4kDot) (AVX2 on amd64) against their Go
 // forms: dotK exactly, dotQ8 within float32 rounding, on random levels
 // with the extremes, strides of packed levels and of Q8_0 blocks, every
 // group count from 0 to 13 and super-block count from 0 to 3.
@@ -228,6 +228,17 @@ func TestDotQ8K(t *testing.T) {
 		for i := range want {
 			if got[i] != want[i] {
 				t.Errorf("dotK %d blocks: block %d = %d, want %d", blocks, i, got[i], want[i])
+			}
+		}
+		x := make([]byte, 144*blocks)
+		for i := range x {
+			x[i] = byte(rng.Uint32())
+		}
+		q4kDot(x, b, scales, got)
+		q4kDotGeneric(x, b, scales, want)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("q4kDot %d blocks: block %d = %d, want %d", blocks, i, got[i], want[i])
 			}
 		}
 	}
