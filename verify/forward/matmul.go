@@ -159,10 +159,12 @@ const (
 	tokenTile     = 32
 )
 
-// mulWork is one worker's unpacked rows.
-type mulWork struct{ rows []qrow }
-
-var mulWorkPool = sync.Pool{New: func() any { return new(mulWork) }}
+// mulScratch is what mulBlocks keeps from call to call: each worker's
+// unpacked rows and the converted inputs.
+type mulScratch struct {
+	rows [][]qrow
+	acts []qact
+}
 
 // mulBlocks is mul on the stored blocks: every input converted once to the
 // kernel's activation format, then rows unpacked a chunk at a time and
@@ -170,7 +172,8 @@ var mulWorkPool = sync.Pool{New: func() any { return new(mulWork) }}
 // threads. It reports false, having done nothing, when an input cannot be
 // quantized (a non-finite value): mulDecoded then runs in float32.
 func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *vecKernel, x, out [][]float32) (bool, error) {
-	acts := make([]qact, len(x))
+	s.mm.acts = grow(s.mm.acts, len(x))
+	acts := s.mm.acts
 	var bad atomic.Bool
 	err := parallel(ctx, s.m.threads, len(x), func(_, t int) error {
 		if quantizeAct(k.act, x[t][:w.cols], &acts[t]) != nil {
@@ -188,16 +191,14 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 	}
 	rowsPer := max(1, min(maxChunkRows, unpackedBytes/unpacked))
 	chunks := (w.rows + rowsPer - 1) / rowsPer
-	works := make([]*mulWork, max(1, min(s.m.threads, chunks)))
-	for i := range works {
-		works[i] = mulWorkPool.Get().(*mulWork)
-		works[i].rows = grow(works[i].rows, rowsPer)
+	if len(s.mm.rows) < s.m.threads {
+		s.mm.rows = make([][]qrow, s.m.threads)
 	}
-	defer func() {
-		for _, wk := range works {
-			mulWorkPool.Put(wk)
+	for i := range s.mm.rows {
+		if len(s.mm.rows[i]) < rowsPer {
+			s.mm.rows[i] = append(s.mm.rows[i], make([]qrow, rowsPer-len(s.mm.rows[i]))...)
 		}
-	}()
+	}
 	err = parallel(ctx, s.m.threads, chunks, func(worker, c int) error {
 		if c%64 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -208,7 +209,7 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		if err != nil {
 			return fmt.Errorf("%s rows %d..%d: %w", w.name, r0, r0+n, err)
 		}
-		rows := works[worker].rows[:n]
+		rows := s.mm.rows[worker][:n]
 		for r := range rows {
 			k.unpack(&rows[r], data[r*rowBytes:(r+1)*rowBytes], w.cols)
 			if k.act >= actQ8_0 {

@@ -20,6 +20,7 @@ type Session struct {
 	k, v     [][]float32 // per layer: capacity rows of HeadsKV·HeadDimK (·HeadDimV)
 	factors  []float32   // RoPE frequency factors in use, or nil
 	bufs     [][]float32 // per-worker scratch
+	mm       mulScratch  // the products' unpacked rows and converted inputs (matmul.go)
 }
 
 // NewSession prepares a session for up to capacity tokens.

@@ -61,10 +61,12 @@ var vecKernels = map[gguf.Type]*vecKernel{
 
 // qact is one activation row in its vec_dot partner format.
 type qact struct {
-	f     []float32 // float kinds: the (rounded) values
-	qs    []int8    // Q8_0 / Q8_K levels
-	d     []float32 // per block scale (32 or 256 values)
-	bsums []int32   // Q8_K: sum of the levels of every 16
+	f       []float32 // float kinds: the values (F32: the input itself)
+	rounded []float32 // F16, BF16: the values rounded
+	qs      []int8    // Q8_0 / Q8_K levels
+	d       []float32 // per block scale (32 or 256 values)
+	bsums   []int32   // Q8_K: sum of the levels of every 32 (ggml keeps 16s)
+	enc     []byte    // scratch: the encoded blocks
 }
 
 // quantizeAct converts x to kind into a, reusing a's slices.
@@ -74,7 +76,8 @@ func quantizeAct(kind actKind, x []float32, a *qact) error {
 	case actF32:
 		a.f = x
 	case actF16, actBF16:
-		a.f = grow(a.f, n)
+		a.rounded = grow(a.rounded, n) // not a.f, which may alias an input
+		a.f = a.rounded
 		for i, v := range x {
 			if kind == actF16 {
 				a.f[i] = quantize.FP16ToFP32(quantize.FP32ToFP16(v))
@@ -84,7 +87,8 @@ func quantizeAct(kind actKind, x []float32, a *qact) error {
 		}
 	case actQ8_0:
 		nb := n / 32
-		buf := make([]byte, nb*34)
+		a.enc = grow(a.enc, nb*34)
+		buf := a.enc
 		if err := quantize.Encode(gguf.Q8_0, buf, x, n, nil); err != nil {
 			return err
 		}
@@ -98,19 +102,20 @@ func quantizeAct(kind actKind, x []float32, a *qact) error {
 		}
 	case actQ8K:
 		nb := n / 256
-		buf := make([]byte, nb*292)
+		a.enc = grow(a.enc, nb*292)
+		buf := a.enc
 		if err := quantize.Encode(gguf.Q8_K, buf, x, n, nil); err != nil {
 			return err
 		}
-		a.qs, a.d, a.bsums = grow(a.qs, n), grow(a.d, nb), grow(a.bsums, n/16)
+		a.qs, a.d, a.bsums = grow(a.qs, n), grow(a.d, nb), grow(a.bsums, n/32)
 		for b := range nb {
 			blk := buf[b*292 : (b+1)*292]
 			a.d[b] = math.Float32frombits(binary.LittleEndian.Uint32(blk))
 			for j, q := range blk[4:260] {
 				a.qs[b*256+j] = int8(q)
 			}
-			for j := range 16 {
-				a.bsums[b*16+j] = int32(int16(binary.LittleEndian.Uint16(blk[260+2*j:])))
+			for j := range 8 {
+				a.bsums[b*8+j] = int32(int16(le.Uint16(blk[260+4*j:]))) + int32(int16(le.Uint16(blk[262+4*j:])))
 			}
 		}
 	default:
@@ -133,7 +138,7 @@ type qrow struct {
 	raw    []byte    // Q8_0: the row itself, levels read in place
 	d      []float32 // per block: the weight scale (32-value types) or d (K)
 	dmin   []float32 // Q4_K, Q5_K: per 256 the scale of the mins
-	scales []int32   // K types: the integer scale of every 16 values
+	scales []int32   // K types: the integer scale of every 16 values (Q4_K: 32)
 	mins   []int32   // Q4_K, Q5_K: the integer min of every 32 values
 	sums   []int32   // scratch: the integer sums per 16 values
 }
@@ -157,11 +162,11 @@ func (r *qrow) dot(kind actKind, a *qact) float32 {
 		for b, d := range a.d {
 			sumf += (r.d[b] * d) * float32(isums[b])
 			if r.mins != nil {
-				bs := a.bsums[16*b : 16*b+16 : 16*b+16]
+				bs := a.bsums[8*b : 8*b+8 : 8*b+8]
 				mn := r.mins[8*b : 8*b+8 : 8*b+8]
 				var m int32
 				for j := range 8 {
-					m += (bs[2*j] + bs[2*j+1]) * mn[j]
+					m += bs[j] * mn[j]
 				}
 				sumf -= (r.dmin[b] * d) * float32(m)
 			}
@@ -185,7 +190,8 @@ func dotQ8Generic(a []byte, astride int, b []int8, wd, xd []float32, sums []int3
 }
 
 // q4kDotGeneric is dotK on the stored Q4_K blocks of x (levels from byte
-// 16 of each 144: 32 bytes hold 32 low nibbles, then 32 high ones).
+// 16 of each 144: 32 bytes hold 32 low nibbles, then 32 high ones), with
+// one scale per 32 values.
 func q4kDotGeneric(x []byte, b []int8, scales []int32, out []int32) {
 	for i := range len(b) / 256 {
 		qs := x[144*i+16 : 144*i+144 : 144*i+144]
@@ -199,7 +205,7 @@ func q4kDotGeneric(x []byte, b []int8, scales []int32, out []int32) {
 				s[2+l/16] += int32(v>>4) * int32(bb[64*j+32+l])
 			}
 			for h := range 4 {
-				isum += scales[16*i+4*j+h] * s[h]
+				isum += scales[8*i+2*j+h/2] * s[h]
 			}
 		}
 		out[i] = isum
@@ -380,18 +386,29 @@ func prepK(r *qrow, cols int, mins bool) {
 }
 
 // scaleMinK4 unpacks the 12 bytes of 6-bit scales and mins of Q4_K and
-// Q5_K (get_scale_min_k4) into sixteen scales (each twice, one per 16
-// values) and eight mins.
-func scaleMinK4(q []byte, sc, mn []int32) {
+// Q5_K (get_scale_min_k4, as the utmp words of ggml's vec_dot) into eight
+// scales and eight mins, one per 32 values; per16 writes each scale twice
+// (one per 16 values).
+func scaleMinK4(q []byte, sc, mn []int32, per16 bool) {
+	const k1, k2, k3 = 0x3f3f3f3f, 0x0f0f0f0f, 0x03030303
+	u0, u1, u2 := le.Uint32(q), le.Uint32(q[4:]), le.Uint32(q[8:])
+	s := uint64(u0&k1) | uint64(u2&k2|(u0>>6&k3)<<4)<<32
+	m := uint64(u1&k1) | uint64(u2>>4&k2|(u1>>6&k3)<<4)<<32
+	mn = mn[:8:8]
 	for j := range 8 {
-		var s, m byte
-		if j < 4 {
-			s, m = q[j]&63, q[j+4]&63
-		} else {
-			s = q[j+4]&0xF | (q[j-4]>>6)<<4
-			m = q[j+4]>>4 | (q[j]>>6)<<4
+		mn[j] = int32(m >> (8 * j) & 0xFF)
+	}
+	if per16 {
+		sc = sc[:16:16]
+		for j := range 8 {
+			v := int32(s >> (8 * j) & 0xFF)
+			sc[2*j], sc[2*j+1] = v, v
 		}
-		sc[2*j], sc[2*j+1], mn[j] = int32(s), int32(s), int32(m)
+		return
+	}
+	sc = sc[:8:8]
+	for j := range 8 {
+		sc[j] = int32(s >> (8 * j) & 0xFF)
 	}
 }
 
@@ -400,7 +417,7 @@ func unpackQ4K(r *qrow, row []byte, cols int) {
 	for b := range cols / 256 {
 		blk := row[b*144 : b*144+144 : b*144+144]
 		r.d[b], r.dmin[b] = half(blk), half(blk[2:])
-		scaleMinK4(blk[4:16], r.scales[16*b:], r.mins[8*b:])
+		scaleMinK4(blk[4:16], r.scales[8*b:], r.mins[8*b:], false)
 	}
 	r.raw = row // the levels are read in place (q4kDot)
 }
@@ -410,7 +427,7 @@ func unpackQ5K(r *qrow, row []byte, cols int) {
 	for b := range cols / 256 {
 		blk := row[b*176 : b*176+176 : b*176+176]
 		r.d[b], r.dmin[b] = half(blk), half(blk[2:])
-		scaleMinK4(blk[4:16], r.scales[16*b:], r.mins[8*b:])
+		scaleMinK4(blk[4:16], r.scales[16*b:], r.mins[8*b:], true)
 		qh := blk[16:48:48]
 		q := int8Bytes(r.qs[b*256 : b*256+256 : b*256+256])
 		for j := range 4 {

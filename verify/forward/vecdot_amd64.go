@@ -83,13 +83,13 @@ func dotK(a, b []int8, scales []int32, out []int32) {
 	i8dotKAVX2(&a[0], &b[0], &scales[0], blocks, &out[0])
 }
 
-// q4kDot is dotK on the stored Q4_K blocks of x.
+// q4kDot is dotK on the stored Q4_K blocks of x, one scale per 32 values.
 func q4kDot(x []byte, b []int8, scales []int32, out []int32) {
 	blocks := len(b) / 256
 	if !useAVX2 || blocks == 0 {
 		q4kDotGeneric(x, b, scales, out)
 		return
 	}
-	_, _, _ = x[blocks*144-1], scales[blocks*16-1], out[blocks-1]
+	_, _, _ = x[blocks*144-1], scales[blocks*8-1], out[blocks-1]
 	q4kDotAVX2(&x[0], &b[0], &scales[0], blocks, &out[0])
 }

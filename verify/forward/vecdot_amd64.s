@@ -264,7 +264,7 @@ kdone:
 
 // func q4kDotAVX2(x *byte, b *int8, scales *int32, blocks int, out *int32)
 //
-// dotK straight on Q4_K blocks (144 bytes, levels from byte 16 on): each
+// dotK, with one scale per 32 values, straight on Q4_K blocks (144 bytes, levels from byte 16 on): each
 // 32 bytes hold 64 levels, 32 low nibbles then 32 high ones, all 0..15, so
 // VPMADDUBSW takes them as the unsigned operand as they are.
 TEXT ·q4kDotAVX2(SB), NOSPLIT, $0-40
@@ -294,20 +294,16 @@ q4chunk:
 	VPMADDUBSW   (DI), Y1, Y2
 	VPMADDWD     Y15, Y2, Y2
 	VPBROADCASTD (R10), Y8
-	VPBROADCASTD 4(R10), Y9
-	VPBLENDD     $0xF0, Y9, Y8, Y8
 	VPMULLD      Y8, Y2, Y2
 	VPADDD       Y2, Y13, Y13
 	VPMADDUBSW   32(DI), Y0, Y3
 	VPMADDWD     Y15, Y3, Y3
-	VPBROADCASTD 8(R10), Y8
-	VPBROADCASTD 12(R10), Y9
-	VPBLENDD     $0xF0, Y9, Y8, Y8
-	VPMULLD      Y8, Y3, Y3
+	VPBROADCASTD 4(R10), Y9
+	VPMULLD      Y9, Y3, Y3
 	VPADDD       Y3, Y13, Y13
 	ADDQ         $32, R11
 	ADDQ         $64, DI
-	ADDQ         $16, R10
+	ADDQ         $8, R10
 	DECQ         BX
 	JNZ          q4chunk
 

@@ -21,5 +21,5 @@ func dotQ8(a []byte, astride int, b []int8, wd, xd []float32, sums []int32) floa
 // scale·(Σ a·b).
 func dotK(a, b []int8, scales []int32, out []int32) { dotKGeneric(a, b, scales, out) }
 
-// q4kDot is dotK on the stored Q4_K blocks of x.
+// q4kDot is dotK on the stored Q4_K blocks of x, one scale per 32 values.
 func q4kDot(x []byte, b []int8, scales []int32, out []int32) { q4kDotGeneric(x, b, scales, out) }

@@ -243,3 +243,22 @@ func TestDotQ8K(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeActReuse checks that a converted input reused for another
+// kind never writes into the input it last aliased (F32 keeps the input
+// itself): a session's products reuse their conversions from call to call.
+func TestQuantizeActReuse(t *testing.T) {
+	x := []float32{0.1, 0.2, 0.3, 1e-3}
+	want := append([]float32(nil), x...)
+	var a qact
+	for _, kind := range []actKind{actF32, actF16, actF32, actBF16} {
+		if err := quantizeAct(kind, x, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range x {
+		if x[i] != want[i] {
+			t.Fatalf("input changed: %v, want %v", x, want)
+		}
+	}
+}
