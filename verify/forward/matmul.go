@@ -219,8 +219,14 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		for t0 := 0; t0 < len(x); t0 += tokenTile {
 			t1 := min(len(x), t0+tokenTile)
 			for r := range rows {
-				q := &rows[r]
-				for t := t0; t < t1; t++ {
+				q, t := &rows[r], t0
+				if k.act < actQ8_0 { // float rows: four inputs per pass
+					for ; t+4 <= t1; t += 4 {
+						out[t][r0+r], out[t+1][r0+r], out[t+2][r0+r], out[t+3][r0+r] =
+							dotF32x4(q.f, acts[t].f, acts[t+1].f, acts[t+2].f, acts[t+3].f)
+					}
+				}
+				for ; t < t1; t++ {
 					out[t][r0+r] = q.dot(k.act, &acts[t])
 				}
 			}

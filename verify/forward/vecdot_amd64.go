@@ -14,6 +14,9 @@ func i8sums16AVX2(a *byte, astride int, b *int8, groups int, out *int32)
 func dotF32AVX2(a, b *float32, n int) float32
 
 //go:noescape
+func dotF32x4AVX2(w, x0, x1, x2, x3 *float32, n int, out *float32)
+
+//go:noescape
 func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) float32
 
 //go:noescape
@@ -92,4 +95,20 @@ func q4kDot(x []byte, b []int8, scales []int32, out []int32) {
 	}
 	_, _, _ = x[blocks*144-1], scales[blocks*8-1], out[blocks-1]
 	q4kDotAVX2(&x[0], &b[0], &scales[0], blocks, &out[0])
+}
+
+// dotF32x4 is dotF32 of w with four vectors (each at least as long as w).
+func dotF32x4(w, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
+	n := len(w) &^ 15
+	if !useFMA || n == 0 {
+		return dot4(w, x0, x1, x2, x3)
+	}
+	_, _, _, _ = x0[n-1], x1[n-1], x2[n-1], x3[n-1]
+	var s [4]float32
+	dotF32x4AVX2(&w[0], &x0[0], &x1[0], &x2[0], &x3[0], n, &s[0])
+	if n < len(w) {
+		a, b, c, d := dot4(w[n:], x0[n:], x1[n:], x2[n:], x3[n:])
+		s[0], s[1], s[2], s[3] = s[0]+a, s[1]+b, s[2]+c, s[3]+d
+	}
+	return s[0], s[1], s[2], s[3]
 }

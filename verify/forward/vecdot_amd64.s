@@ -320,3 +320,56 @@ q4chunk:
 q4done:
 	VZEROUPPER
 	RET
+
+// func dotF32x4AVX2(w, x0, x1, x2, x3 *float32, n int, out *float32)
+//
+// The products of w with four vectors at once, n a multiple of 16: each
+// load of w serves four FMAs; two 8-lane accumulators per vector.
+TEXT ·dotF32x4AVX2(SB), NOSPLIT, $0-56
+	MOVQ   w+0(FP), SI
+	MOVQ   x0+8(FP), R8
+	MOVQ   x1+16(FP), R9
+	MOVQ   x2+24(FP), R10
+	MOVQ   x3+32(FP), R11
+	MOVQ   n+40(FP), CX
+	MOVQ   out+48(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   AX, AX
+
+f4loop:
+	CMPQ        CX, $16
+	JLT         f4done
+	VMOVUPS     (SI)(AX*1), Y8
+	VMOVUPS     32(SI)(AX*1), Y9
+	VFMADD231PS (R8)(AX*1), Y8, Y0
+	VFMADD231PS 32(R8)(AX*1), Y9, Y1
+	VFMADD231PS (R9)(AX*1), Y8, Y2
+	VFMADD231PS 32(R9)(AX*1), Y9, Y3
+	VFMADD231PS (R10)(AX*1), Y8, Y4
+	VFMADD231PS 32(R10)(AX*1), Y9, Y5
+	VFMADD231PS (R11)(AX*1), Y8, Y6
+	VFMADD231PS 32(R11)(AX*1), Y9, Y7
+	ADDQ        $64, AX
+	SUBQ        $16, CX
+	JMP         f4loop
+
+f4done:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DX)
+	VZEROUPPER
+	RET

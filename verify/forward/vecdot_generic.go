@@ -23,3 +23,8 @@ func dotK(a, b []int8, scales []int32, out []int32) { dotKGeneric(a, b, scales, 
 
 // q4kDot is dotK on the stored Q4_K blocks of x, one scale per 32 values.
 func q4kDot(x []byte, b []int8, scales []int32, out []int32) { q4kDotGeneric(x, b, scales, out) }
+
+// dotF32x4 is dotF32 of w with four vectors (each at least as long as w).
+func dotF32x4(w, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
+	return dot4(w, x0, x1, x2, x3)
+}

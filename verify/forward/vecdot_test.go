@@ -159,7 +159,7 @@ func TestI8Sums16(t *testing.T) {
 	}
 }
 
-// TestDotF32 checks the float32 product (FMA on amd64) against float64.
+// TestDotF32 checks the float32 products (FMA on amd64) against float64.
 func TestDotF32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{0, 1, 31, 32, 33, 64, 100, 1000, 4096} {
@@ -172,6 +172,24 @@ func TestDotF32(t *testing.T) {
 		}
 		if got := dotF32(a, b); math.Abs(float64(got)-want) > 1e-6*mag {
 			t.Errorf("n %d: got %g, want %g", n, got, want)
+		}
+		// dotF32x4 with b in each place and the others distinct.
+		c, d, e := make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range c {
+			c[i], d[i], e[i] = float32(i%7), -float32(i%5), 0
+		}
+		s0, s1, s2, s3 := dotF32x4(a, b, c, d, e)
+		s4, s5, s6, s7 := dotF32x4(a, e, d, c, b)
+		for i, g := range []float32{s0, s7} {
+			if math.Abs(float64(g)-want) > 1e-6*mag {
+				t.Errorf("n %d: dotF32x4 product %d = %g, want %g", n, i, g, want)
+			}
+		}
+		if s1 != s6 || s2 != s5 || s3 != 0 || s4 != 0 {
+			t.Errorf("n %d: dotF32x4 lanes mixed: %g %g %g %g %g %g", n, s1, s6, s2, s5, s3, s4)
+		}
+		if w1 := dotF32(a, c); math.Abs(float64(s1-w1)) > 1e-5*math.Max(1, math.Abs(float64(w1))) {
+			t.Errorf("n %d: dotF32x4 product 1 = %g, dotF32 %g", n, s1, w1)
 		}
 	}
 }
