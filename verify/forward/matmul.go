@@ -220,10 +220,16 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 			t1 := min(len(x), t0+tokenTile)
 			for r := range rows {
 				q, t := &rows[r], t0
-				if k.act < actQ8_0 { // float rows: four inputs per pass
+				switch k.act { // four inputs per pass where a kernel does
+				case actF32, actF16, actBF16:
 					for ; t+4 <= t1; t += 4 {
 						out[t][r0+r], out[t+1][r0+r], out[t+2][r0+r], out[t+3][r0+r] =
 							dotF32x4(q.f, acts[t].f, acts[t+1].f, acts[t+2].f, acts[t+3].f)
+					}
+				case actQ8_0:
+					for ; t+4 <= t1; t += 4 {
+						s := q.dotQ8x4(&acts[t], &acts[t+1], &acts[t+2], &acts[t+3])
+						out[t][r0+r], out[t+1][r0+r], out[t+2][r0+r], out[t+3][r0+r] = s[0], s[1], s[2], s[3]
 					}
 				}
 				for ; t < t1; t++ {

@@ -177,6 +177,25 @@ func (r *qrow) dot(kind actKind, a *qact) float32 {
 	}
 }
 
+// dotQ8x4Generic is dotQ8 of one row with four inputs, one at a time.
+func dotQ8x4Generic(a []byte, astride int, b [4][]int8, wd []float32, xd [4][]float32, sums []int32) (s [4]float32) {
+	for i := range s {
+		s[i] = dotQ8Generic(a, astride, b[i], wd, xd[i], sums)
+	}
+	return s
+}
+
+// dotQ8x4 is dot of the unpacked row r with four activations of a Q8_0
+// partner (kind actQ8_0).
+func (r *qrow) dotQ8x4(a0, a1, a2, a3 *qact) [4]float32 {
+	b := [4][]int8{a0.qs, a1.qs, a2.qs, a3.qs}
+	xd := [4][]float32{a0.d, a1.d, a2.d, a3.d}
+	if r.raw != nil {
+		return dotQ8x4(r.raw[2:], 34, b, r.d, xd, r.sums)
+	}
+	return dotQ8x4(int8Bytes(r.qs), 32, b, r.d, xd, r.sums)
+}
+
 // dotQ8Generic is dotQ8 through i8sums16, the scales applied block by
 // block as ggml_vec_dot_q8_0_q8_0_generic does.
 func dotQ8Generic(a []byte, astride int, b []int8, wd, xd []float32, sums []int32) float32 {

@@ -23,6 +23,9 @@ func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) flo
 func q4kDotAVX2(x *byte, b *int8, scales *int32, blocks int, out *int32)
 
 //go:noescape
+func i8dotQ8x4AVX2(a *byte, astride int, b *[4]*int8, wd *float32, xd *[4]*float32, groups int, out *float32)
+
+//go:noescape
 func i8dotKAVX2(a, b *int8, scales *int32, blocks int, out *int32)
 
 var (
@@ -111,4 +114,22 @@ func dotF32x4(w, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) 
 		s[0], s[1], s[2], s[3] = s[0]+a, s[1]+b, s[2]+c, s[3]+d
 	}
 	return s[0], s[1], s[2], s[3]
+}
+
+// dotQ8x4 is dotQ8 of one row with four inputs (levels b[i], scales xd[i]).
+func dotQ8x4(a []byte, astride int, b [4][]int8, wd []float32, xd [4][]float32, sums []int32) [4]float32 {
+	groups := len(b[0]) / 32
+	if !useFMA || groups == 0 {
+		return dotQ8x4Generic(a, astride, b, wd, xd, sums)
+	}
+	_, _ = a[(groups-1)*astride+31], wd[groups-1]
+	var bp [4]*int8
+	var xp [4]*float32
+	for i := range 4 {
+		_, _ = b[i][groups*32-1], xd[i][groups-1]
+		bp[i], xp[i] = &b[i][0], &xd[i][0]
+	}
+	var s [4]float32
+	i8dotQ8x4AVX2(&a[0], astride, &bp, &wd[0], &xp, groups, &s[0])
+	return s
 }

@@ -373,3 +373,95 @@ f4done:
 	VMOVUPS      X0, (DX)
 	VZEROUPPER
 	RET
+
+// func i8dotQ8x4AVX2(a *byte, astride int, b *[4]*int8, wd *float32, xd *[4]*float32, groups int, out *float32)
+//
+// dotQ8 of one row with four inputs: each group of the row is loaded and
+// made positive once for the four; each input's int32 sums are converted
+// to float32 and scaled (wd·xd) in eight lanes, as ggml's AVX2 vec_dot
+// does, and the lanes added at the end.
+TEXT ·i8dotQ8x4AVX2(SB), NOSPLIT, $0-56
+	MOVQ     a+0(FP), SI
+	MOVQ     astride+8(FP), R8
+	MOVQ     b+16(FP), AX
+	MOVQ     0(AX), R9
+	MOVQ     8(AX), R10
+	MOVQ     16(AX), R11
+	MOVQ     24(AX), R12
+	MOVQ     wd+24(FP), DI
+	MOVQ     xd+32(FP), AX
+	MOVQ     0(AX), R13
+	MOVQ     8(AX), R14
+	MOVQ     16(AX), R15
+	MOVQ     24(AX), BX
+	MOVQ     groups+40(FP), CX
+	MOVQ     out+48(FP), DX
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	VXORPS   Y3, Y3, Y3
+	VXORPS   Y4, Y4, Y4
+	VXORPS   Y5, Y5, Y5
+	VXORPS   Y6, Y6, Y6
+	XORQ     AX, AX
+
+x4loop:
+	TESTQ        CX, CX
+	JEQ          x4done
+	VMOVDQU      (SI), Y0
+	VPSIGNB      Y0, Y0, Y1
+	VBROADCASTSS (DI)(AX*4), Y14
+
+	VMOVDQU      (R9), Y2
+	VPSIGNB      Y0, Y2, Y2
+	VPMADDUBSW   Y2, Y1, Y2
+	VPMADDWD     Y15, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VBROADCASTSS (R13)(AX*4), Y13
+	VMULPS       Y14, Y13, Y13
+	VFMADD231PS  Y13, Y2, Y3
+
+	VMOVDQU      (R10), Y2
+	VPSIGNB      Y0, Y2, Y2
+	VPMADDUBSW   Y2, Y1, Y2
+	VPMADDWD     Y15, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VBROADCASTSS (R14)(AX*4), Y13
+	VMULPS       Y14, Y13, Y13
+	VFMADD231PS  Y13, Y2, Y4
+
+	VMOVDQU      (R11), Y2
+	VPSIGNB      Y0, Y2, Y2
+	VPMADDUBSW   Y2, Y1, Y2
+	VPMADDWD     Y15, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VBROADCASTSS (R15)(AX*4), Y13
+	VMULPS       Y14, Y13, Y13
+	VFMADD231PS  Y13, Y2, Y5
+
+	VMOVDQU      (R12), Y2
+	VPSIGNB      Y0, Y2, Y2
+	VPMADDUBSW   Y2, Y1, Y2
+	VPMADDWD     Y15, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VBROADCASTSS (BX)(AX*4), Y13
+	VMULPS       Y14, Y13, Y13
+	VFMADD231PS  Y13, Y2, Y6
+
+	ADDQ R8, SI
+	ADDQ $32, R9
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $32, R12
+	INCQ AX
+	DECQ CX
+	JMP  x4loop
+
+x4done:
+	VHADDPS      Y4, Y3, Y3
+	VHADDPS      Y6, Y5, Y5
+	VHADDPS      Y5, Y3, Y3
+	VEXTRACTF128 $1, Y3, X1
+	VADDPS       X1, X3, X3
+	VMOVUPS      X3, (DX)
+	VZEROUPPER
+	RET

@@ -28,3 +28,8 @@ func q4kDot(x []byte, b []int8, scales []int32, out []int32) { q4kDotGeneric(x, 
 func dotF32x4(w, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
 	return dot4(w, x0, x1, x2, x3)
 }
+
+// dotQ8x4 is dotQ8 of one row with four inputs (levels b[i], scales xd[i]).
+func dotQ8x4(a []byte, astride int, b [4][]int8, wd []float32, xd [4][]float32, sums []int32) [4]float32 {
+	return dotQ8x4Generic(a, astride, b, wd, xd, sums)
+}

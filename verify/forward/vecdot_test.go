@@ -194,7 +194,7 @@ func TestDotF32(t *testing.T) {
 	}
 }
 
-// TestDotQ8K checks the fused products (dotQ8, dotK, q4kDot) (AVX2 on amd64) against their Go
+// TestDotQ8K checks the fused products (dotQ8, dotQ8x4, dotK, q4kDot) (AVX2 on amd64) against their Go
 // forms: dotK exactly, dotQ8 within float32 rounding, on random levels
 // with the extremes, strides of packed levels and of Q8_0 blocks, every
 // group count from 0 to 13 and super-block count from 0 to 3.
@@ -220,6 +220,26 @@ func TestDotQ8K(t *testing.T) {
 			got, want := dotQ8(a, stride, b, wd, xd, sums), dotQ8Generic(a, stride, b, wd, xd, sums)
 			if math.Abs(float64(got-want)) > 1e-6*mag {
 				t.Errorf("dotQ8 stride %d, %d groups: %g, want %g", stride, groups, got, want)
+			}
+			// dotQ8x4: b in the third place, the others reversed copies.
+			var bs [4][]int8
+			var xds [4][]float32
+			for i := range 4 {
+				bs[i], xds[i] = make([]int8, len(b)), make([]float32, len(xd))
+				for j := range b {
+					bs[i][j] = b[len(b)-1-j] / int8(i+1)
+				}
+				for j := range xd {
+					xds[i][j] = xd[len(xd)-1-j] * float32(i+1)
+				}
+			}
+			bs[2], xds[2] = b, xd
+			s4 := dotQ8x4(a, stride, bs, wd, xds, sums)
+			for i := range 4 {
+				want := dotQ8Generic(a, stride, bs[i], wd, xds[i], sums)
+				if math.Abs(float64(s4[i]-want)) > 1e-6*mag {
+					t.Errorf("dotQ8x4 stride %d, %d groups, input %d: %g, want %g", stride, groups, i, s4[i], want)
+				}
 			}
 		}
 	}
