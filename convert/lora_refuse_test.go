@@ -124,8 +124,6 @@ func TestLoRARefusals(t *testing.T) {
 		{"modules_to_save", cfg("modules_to_save", []any{"lm_head"}),
 			with(q, "base_model.model.lm_head.modules_to_save.default.weight", []int{512, 64}), base, "modules_to_save"},
 		{"new embeddings", cfg(), with(q, "base_model.model.model.embed_tokens.weight", []int{520, 64}), base, "whole embeddings"},
-		{"embedding LoRA", cfg(), with(q, "base_model.model.model.embed_tokens.lora_embedding_A", []int{4, 512}), base, "lora_embedding_A/B"},
-		{"norms", cfg(), with(q, "base_model.model.model.layers.0.input_layernorm.weight", []int{64}), base, "norm weights"},
 		{"A only", cfg(), with(q, "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", nil), base, "no lora_B"},
 		{"ranks differ", cfg(), with(q, "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", []int{64, 2}), base,
 			"do not share a rank"},
