@@ -18,6 +18,7 @@ import (
 	"github.com/ggufkit/ggufkit/quantize"
 	"github.com/ggufkit/ggufkit/readers"
 	"github.com/ggufkit/ggufkit/readers/hf"
+	"github.com/ggufkit/ggufkit/readers/hub"
 	"github.com/ggufkit/ggufkit/readers/pytorch"
 	"github.com/ggufkit/ggufkit/readers/safetensors"
 	"github.com/ggufkit/ggufkit/writer"
@@ -40,6 +41,10 @@ type LoRAOptions struct {
 	DryRun bool
 	// Overwrite replaces an existing output file.
 	Overwrite bool
+	// Hub sets how a base named "hf:ORG/NAME[@REVISION]", or the
+	// adapter's base_model_name_or_path when Base is "", is read from the
+	// Hugging Face Hub (see readers/hub).
+	Hub hub.Options
 }
 
 // The files of a PEFT adapter folder.
@@ -77,7 +82,9 @@ type loraTensor struct {
 
 // RunLoRA converts the PEFT LoRA adapter in dir (adapter_config.json and
 // adapter_model.safetensors or adapter_model.bin) for the base model whose
-// configuration opts.Base gives. Tensor names, permutations, splits and
+// configuration opts.Base gives (a folder, its config.json, or a Hub
+// repository; by default the adapter's base_model_name_or_path on the
+// Hub). Tensor names, permutations, splits and
 // expert stacking come from the base architecture's plugin: each adapted
 // weight is planned as the base converter plans it, and the plan's row and
 // column selection is applied to lora_b's rows and lora_a's columns.
@@ -91,12 +98,35 @@ func RunLoRA(ctx context.Context, dir string, opts LoRAOptions) (*Report, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLoRA, dir, err)
 	}
-	if opts.Base == "" {
-		return nil, fmt.Errorf("%w %s: the base model's configuration is needed (--base FOLDER or its config.json); "+
-			"ggufkit does not fetch base_model_name_or_path from the Hub", ErrLoRA, dir)
+	base, remoteName := opts.Base, ""
+	if base == "" {
+		// The script loads base_model_name_or_path's config from the Hub.
+		id, _ := cfg["base_model_name_or_path"].(string)
+		if id == "" {
+			return nil, fmt.Errorf("%w %s: the base model's configuration is needed (--base FOLDER, its config.json or "+
+				"hf:ORG/NAME): %s has no base_model_name_or_path", ErrLoRA, dir, loraConfigName)
+		}
+		base = hub.Prefix + id
+	} else if hub.IsSpec(base) {
+		// --base-model-id: general.name becomes the model id.
+		remoteName = strings.TrimPrefix(base, hub.Prefix)
 	}
-	baseDir := opts.Base
-	if st, err := os.Stat(baseDir); err != nil {
+	baseDir := base
+	if hub.IsSpec(base) {
+		spec, err := hub.ParseSpec(base)
+		if err != nil {
+			return nil, fmt.Errorf("convert: base model: %w (give --base FOLDER or its config.json)", err)
+		}
+		m, err := hub.Open(ctx, spec, opts.Hub)
+		if err != nil {
+			return nil, fmt.Errorf("convert: base model %s: %w", spec.Repo, err)
+		}
+		defer m.Close()
+		baseDir = m.Root
+		if remoteName != "" {
+			remoteName = spec.Repo
+		}
+	} else if st, err := os.Stat(baseDir); err != nil {
 		return nil, fmt.Errorf("convert: --base: %w", err)
 	} else if !st.IsDir() {
 		if filepath.Base(baseDir) != hf.ConfigName {
@@ -158,6 +188,9 @@ func RunLoRA(ctx context.Context, dir string, opts LoRAOptions) (*Report, error)
 	meta, err := metadata.Load("", dir, "", total)
 	if err != nil {
 		return nil, err
+	}
+	if remoteName != "" {
+		meta.Name = remoteName
 	}
 	if meta.Name == "" {
 		// prepare_metadata falls back to dir_model, the base model's folder.

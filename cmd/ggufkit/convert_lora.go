@@ -17,8 +17,8 @@ var loraIgnored = []string{"model-name", "metadata", "vocab-only", "tokenizer-pr
 // runConvertLoRA is `convert --lora ADAPTER_DIR --base BASE`.
 func runConvertLoRA(c *cli.Context) error {
 	w := c.App.Writer
-	if c.String("lora") == "" || c.String("base") == "" {
-		return cli.Exit("convert: --lora ADAPTER_DIR and --base BASE go together", 2)
+	if c.String("lora") == "" {
+		return cli.Exit("convert: --base goes with --lora ADAPTER_DIR", 2)
 	}
 	if c.NArg() != 0 {
 		return cli.Exit("convert: --lora takes the adapter folder as its value, not a MODEL argument", 2)
