@@ -401,6 +401,7 @@ func (g *gather) fill(pairs []*loraPair, rank int64, av, bv []float32, read func
 	for m := range g.mats {
 		var aSrc []float32
 		var aCols int64
+		same := map[*loraPair]bool{} // pairs whose lora_A is aSrc
 		for i := range g.rows {
 			k := m*g.rows + i
 			p := pairs[g.src[k]]
@@ -409,6 +410,9 @@ func (g *gather) fill(pairs []*loraPair, rank int64, av, bv []float32, read func
 				return err
 			}
 			copy(bv[k*rank:(k+1)*rank], b[g.row[k]*rank:(g.row[k]+1)*rank])
+			if same[p] {
+				continue
+			}
 			a, err := read(p.a)
 			if err != nil {
 				return err
@@ -421,6 +425,7 @@ func (g *gather) fill(pairs []*loraPair, rank int64, av, bv []float32, read func
 				return fmt.Errorf("it joins rows of adapted weights with different lora_A, " +
 					"which one LoRA pair cannot hold (convert_lora_to_gguf.py cannot either)")
 			}
+			same[p] = true
 		}
 		for r := range rank {
 			dst := av[(m*rank+r)*g.cols : (m*rank+r+1)*g.cols]
