@@ -129,6 +129,10 @@ func TestLoRARefusals(t *testing.T) {
 			"do not share a rank"},
 		{"wrong shape for the base", cfg(), with(q, "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", []int{60, 4}), base, "q_proj"},
 		{"no base", cfg(), q, "", "--base"},
+		{"alpha as text", cfg("lora_alpha", "16"), q, base, "no numeric lora_alpha"},
+		{"bad invocation token", cfg("alora_invocation_tokens", []any{5, -1}), q, base, "-1 is not a token id"},
+		{"3-D factor", cfg(), with(q, "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", []int{1, 4, 64}), base, "not matrices"},
+		{"base is a model file", cfg(), q, filepath.Join(base, "model.safetensors"), "give the base model's folder or its config.json"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,6 +164,12 @@ func TestLoRAFolders(t *testing.T) {
 	}
 	if _, err := RunLoRA(context.Background(), dir, LoRAOptions{Base: base}); err == nil || !strings.Contains(err.Error(), "neither") {
 		t.Errorf("no weights: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, loraConfigName), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunLoRA(context.Background(), dir, LoRAOptions{Base: base}); err == nil || !strings.Contains(err.Error(), loraConfigName) {
+		t.Errorf("bad config: %v", err)
 	}
 	writeLoRAAdapter(t, dir, map[string]any{"lora_alpha": 8, "alora_invocation_tokens": []int{5, 7, 11}}, qProj("1"))
 	out := filepath.Join(t.TempDir(), "a.gguf")
