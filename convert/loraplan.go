@@ -193,6 +193,24 @@ func probe(o *arch.Output) (*gather, error) {
 		}
 		return g, nil
 	}
+	if o.Stacked && len(o.Shape) == 3 && int64(len(o.Sources)) == g.mats {
+		// Sources stacked unchanged (Output's Stacked contract).
+		g.src = make([]int, g.mats*g.rows)
+		g.row = make([]int64, g.mats*g.rows)
+		g.col = make([]int64, g.mats*g.cols)
+		for m, in := range o.Sources {
+			if in.Shape[0] != g.rows || in.Shape[1] != g.cols {
+				return nil, fmt.Errorf("source %q of shape %v stacked into %v", in.Source, in.Shape, o.Shape)
+			}
+			for i := range g.rows {
+				g.src[int64(m)*g.rows+i], g.row[int64(m)*g.rows+i] = m, i
+			}
+			for j := range g.cols {
+				g.col[int64(m)*g.cols+j] = j
+			}
+		}
+		return g, nil
+	}
 	total := g.mats * g.rows * g.cols
 	for _, s := range o.Sources {
 		total += s.Shape[0] * s.Shape[1]
