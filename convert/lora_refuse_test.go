@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
+	"github.com/ggufkit/ggufkit/readers/hf"
 )
 
 // writeLoRAAdapter writes an adapter folder: adapter_config.json from cfg
@@ -200,4 +201,19 @@ func TestLoRAFolders(t *testing.T) {
 	if want := []string{"blk.1.attn_q.weight.lora_a:BF16", "blk.1.attn_q.weight.lora_b:BF16"}; !slices.Equal(names, want) {
 		t.Errorf("tensors %v, want %v", names, want)
 	}
+}
+
+// FuzzLoRAConfig: any adapter_config.json is accepted or refused with an
+// error, never a panic.
+func FuzzLoRAConfig(f *testing.F) {
+	f.Add([]byte(`{"lora_alpha": 16, "r": 8, "use_dora": false}`))
+	f.Add([]byte(`{"lora_alpha": 1e400, "alora_invocation_tokens": [1, 2.5, "x"]}`))
+	f.Add([]byte(`{"lora_alpha": 8, "rank_pattern": {"q": 2}, "invocation_string": ""}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg, err := hf.ParseJSON(b)
+		if err != nil {
+			return
+		}
+		checkLoRAConfig(cfg)
+	})
 }
