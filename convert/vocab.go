@@ -27,6 +27,8 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabInternLM2:     load.InternLM2,
 	arch.VocabInternLM3:     load.InternLM3,
 	arch.VocabErnie4_5:      load.Ernie4_5,
+	arch.VocabXLMRoberta:    load.XLMRoberta,
+	arch.VocabRoberta:       load.Roberta,
 }
 
 // vocab returns the tokenizer metadata (set_vocab).

@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"fmt"
+	"github.com/ggufkit/ggufkit/quantize"
 	"math"
 	"slices"
 )
@@ -355,10 +356,7 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 			}
 		}
 	}
-	for t := range k {
-		copy(s.k[il][(s.n+t)*c.kvDimK():], k[t])
-		copy(s.v[il][(s.n+t)*c.kvDimV():], v[t])
-	}
+	s.storeKV(il, k, v)
 	att := rows(T, c.outDimV())
 	if err := s.attention(ctx, il, q, att); err != nil {
 		return nil, err
@@ -516,6 +514,30 @@ func (s *Session) ffn(ctx context.Context, ly *layer, h, out [][]float32) error 
 		}
 	}
 	return s.mul(ctx, ly.down, ly.bDown, act, out)
+}
+
+// storeKV writes the keys and values of the tokens from position s.n on
+// into layer il's cache, rounded to fp16 when the model keeps an fp16
+// cache (Options.KVCacheF16).
+func (s *Session) storeKV(il int, k, v [][]float32) {
+	c := s.m.cfg
+	for t := range k {
+		kd := s.k[il][(s.n+t)*c.kvDimK():][:len(k[t])]
+		vd := s.v[il][(s.n+t)*c.kvDimV():][:len(v[t])]
+		copy(kd, k[t])
+		copy(vd, v[t])
+		if s.m.kvF16 {
+			roundFP16(kd)
+			roundFP16(vd)
+		}
+	}
+}
+
+// roundFP16 rounds every value to the nearest fp16 value.
+func roundFP16(x []float32) {
+	for i, v := range x {
+		x[i] = quantize.FP16ToFP32(quantize.FP32ToFP16(v))
+	}
 }
 
 // attention is build_attn_mha without flash attention: for each token and
