@@ -50,6 +50,10 @@ type Output struct {
 	// RowOrder[i]. The converter may then convert the stored rows straight
 	// to the output type in that order instead of calling Build.
 	RowOrder []int64
+	// Stacked, when set, says Build only stacks its sources, unchanged
+	// and in order, along a new first dimension (experts); a LoRA adapter
+	// then stacks its factors without probing Build.
+	Stacked bool
 	// PadValues is the number of zero values Build appends after its
 	// sources' (Gemma 3n's token embeddings padded to the full
 	// vocabulary); the convert package allows at most as many as the

@@ -18,6 +18,7 @@ import (
 	"github.com/ggufkit/ggufkit/quantize"
 	"github.com/ggufkit/ggufkit/readers"
 	"github.com/ggufkit/ggufkit/readers/hf"
+	"github.com/ggufkit/ggufkit/readers/hub"
 	"github.com/ggufkit/ggufkit/readers/pytorch"
 	"github.com/ggufkit/ggufkit/readers/safetensors"
 	"github.com/ggufkit/ggufkit/writer"
@@ -40,6 +41,10 @@ type LoRAOptions struct {
 	DryRun bool
 	// Overwrite replaces an existing output file.
 	Overwrite bool
+	// Hub sets how a base named "hf:ORG/NAME[@REVISION]", or the
+	// adapter's base_model_name_or_path when Base is "", is read from the
+	// Hugging Face Hub (see readers/hub).
+	Hub hub.Options
 }
 
 // The files of a PEFT adapter folder.
@@ -77,7 +82,9 @@ type loraTensor struct {
 
 // RunLoRA converts the PEFT LoRA adapter in dir (adapter_config.json and
 // adapter_model.safetensors or adapter_model.bin) for the base model whose
-// configuration opts.Base gives. Tensor names, permutations, splits and
+// configuration opts.Base gives (a folder, its config.json, or a Hub
+// repository; by default the adapter's base_model_name_or_path on the
+// Hub). Tensor names, permutations, splits and
 // expert stacking come from the base architecture's plugin: each adapted
 // weight is planned as the base converter plans it, and the plan's row and
 // column selection is applied to lora_b's rows and lora_a's columns.
@@ -91,12 +98,35 @@ func RunLoRA(ctx context.Context, dir string, opts LoRAOptions) (*Report, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLoRA, dir, err)
 	}
-	if opts.Base == "" {
-		return nil, fmt.Errorf("%w %s: the base model's configuration is needed (--base FOLDER or its config.json); "+
-			"ggufkit does not fetch base_model_name_or_path from the Hub", ErrLoRA, dir)
+	base, remoteName := opts.Base, ""
+	if base == "" {
+		// The script loads base_model_name_or_path's config from the Hub.
+		id, _ := cfg["base_model_name_or_path"].(string)
+		if id == "" {
+			return nil, fmt.Errorf("%w %s: the base model's configuration is needed (--base FOLDER, its config.json or "+
+				"hf:ORG/NAME): %s has no base_model_name_or_path", ErrLoRA, dir, loraConfigName)
+		}
+		base = hub.Prefix + id
+	} else if hub.IsSpec(base) {
+		// --base-model-id: general.name becomes the model id.
+		remoteName = strings.TrimPrefix(base, hub.Prefix)
 	}
-	baseDir := opts.Base
-	if st, err := os.Stat(baseDir); err != nil {
+	baseDir := base
+	if hub.IsSpec(base) {
+		spec, err := hub.ParseSpec(base)
+		if err != nil {
+			return nil, fmt.Errorf("convert: base model: %w (give --base FOLDER or its config.json)", err)
+		}
+		m, err := hub.Open(ctx, spec, opts.Hub)
+		if err != nil {
+			return nil, fmt.Errorf("convert: base model %s: %w", spec.Repo, err)
+		}
+		defer m.Close()
+		baseDir = m.Root
+		if remoteName != "" {
+			remoteName = spec.Repo
+		}
+	} else if st, err := os.Stat(baseDir); err != nil {
 		return nil, fmt.Errorf("convert: --base: %w", err)
 	} else if !st.IsDir() {
 		if filepath.Base(baseDir) != hf.ConfigName {
@@ -142,11 +172,11 @@ func RunLoRA(ctx context.Context, dir string, opts LoRAOptions) (*Report, error)
 			return nil, fmt.Errorf("convert: %s: %w", baseDir, err)
 		}
 	}
-	pairs, err := loraPairs(src, plugin)
+	pairs, norms, err := loraPairs(src, plugin)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLoRA, dir, err)
 	}
-	tensors, err := planLoRA(ctx, plugin, src, pairs, ft)
+	tensors, err := planLoRA(ctx, plugin, src, pairs, norms, ft)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLoRA, dir, err)
 	}
@@ -158,6 +188,9 @@ func RunLoRA(ctx context.Context, dir string, opts LoRAOptions) (*Report, error)
 	meta, err := metadata.Load("", dir, "", total)
 	if err != nil {
 		return nil, err
+	}
+	if remoteName != "" {
+		meta.Name = remoteName
 	}
 	if meta.Name == "" {
 		// prepare_metadata falls back to dir_model, the base model's folder.
@@ -361,35 +394,39 @@ func guessLoRAFileType(src readers.Source) gguf.FileType {
 // loraBaseName is get_base_tensor_name: the adapted weight's name in the
 // base checkpoint.
 func loraBaseName(name string) string {
-	r := strings.NewReplacer("base_model.model.", "", ".lora_A.weight", ".weight", ".lora_B.weight", ".weight")
+	r := strings.NewReplacer("base_model.model.", "", ".lora_A.weight", ".weight", ".lora_B.weight", ".weight",
+		".lora_embedding_A", ".weight", ".lora_embedding_B", ".weight")
 	return r.Replace(name)
 }
 
 // loraPairs groups the adapter's tensors by base weight, in the order the
 // converter first meets each (the adapter's tensor order), after the
-// plugin's name filter.
-func loraPairs(src readers.Source, m arch.Model) ([]*loraPair, error) {
+// plugin's name filter. Whole norm weights (mergekit-extract-lora adds
+// them) come back apart, as inputs of their own.
+func loraPairs(src readers.Source, m arch.Model) ([]*loraPair, []arch.Input, error) {
 	var pairs []*loraPair
+	var norms []arch.Input
 	byBase := map[string]*loraPair{}
 	infos := src.Tensors()
 	for i := range infos {
 		t := &infos[i]
-		if strings.Contains(t.Name, "lora_embedding_") {
-			return nil, fmt.Errorf("tensor %q: LoRA on token embeddings (lora_embedding_A/B) is not supported by ggufkit", t.Name)
-		}
 		base, ok := m.Filter(loraBaseName(t.Name))
 		if !ok {
 			continue
 		}
-		isA, isB := strings.Contains(t.Name, ".lora_A.weight"), strings.Contains(t.Name, ".lora_B.weight")
+		// mergekit-extract-lora stores token embeddings' factors as
+		// lora_embedding_A/B.
+		isA := strings.Contains(t.Name, ".lora_A.weight") || strings.Contains(t.Name, ".lora_embedding_A")
+		isB := strings.Contains(t.Name, ".lora_B.weight") || strings.Contains(t.Name, ".lora_embedding_B")
 		switch {
 		case isA || isB:
 		case strings.Contains(t.Name, ".base_layer.weight"):
 			continue
 		case strings.Contains(t.Name, "_layernorm") || strings.Contains(t.Name, ".norm"):
-			return nil, fmt.Errorf("tensor %q: whole norm weights in an adapter (mergekit-extract-lora) are not supported by ggufkit", t.Name)
+			norms = append(norms, arch.Input{Name: base, Source: t.Name, Shape: t.Shape, DType: t.DType})
+			continue
 		case strings.Contains(t.Name, "lora_magnitude_vector"):
-			return nil, fmt.Errorf("tensor %q: a DoRA magnitude vector cannot be part of a GGUF LoRA adapter", t.Name)
+			return nil, nil, fmt.Errorf("tensor %q: a DoRA magnitude vector cannot be part of a GGUF LoRA adapter", t.Name)
 		default:
 			msg := fmt.Sprintf("tensor %q is not a lora_A or lora_B tensor", t.Name)
 			if strings.Contains(t.Name, ".modules_to_save.") || strings.Contains(t.Name, ".original_module.") {
@@ -398,7 +435,7 @@ func loraPairs(src readers.Source, m arch.Model) ([]*loraPair, error) {
 			} else if strings.Contains(t.Name, ".embed_tokens.weight") || strings.Contains(t.Name, ".lm_head.weight") {
 				msg += ": the adapter holds whole embeddings (tokens added during fine-tuning), which a GGUF LoRA adapter cannot carry"
 			}
-			return nil, errors.New(msg)
+			return nil, nil, errors.New(msg)
 		}
 		p := byBase[base]
 		if p == nil {
@@ -415,14 +452,14 @@ func loraPairs(src readers.Source, m arch.Model) ([]*loraPair, error) {
 	for _, p := range pairs {
 		switch {
 		case p.a == nil:
-			return nil, fmt.Errorf("%s has lora_B but no lora_A", p.base)
+			return nil, nil, fmt.Errorf("%s has lora_B but no lora_A", p.base)
 		case p.b == nil:
-			return nil, fmt.Errorf("%s has lora_A but no lora_B", p.base)
+			return nil, nil, fmt.Errorf("%s has lora_A but no lora_B", p.base)
 		case len(p.a.Shape) != 2 || len(p.b.Shape) != 2:
-			return nil, fmt.Errorf("%s: lora_A %v and lora_B %v are not matrices", p.base, p.a.Shape, p.b.Shape)
+			return nil, nil, fmt.Errorf("%s: lora_A %v and lora_B %v are not matrices", p.base, p.a.Shape, p.b.Shape)
 		case p.a.Shape[0] != p.b.Shape[1] || p.a.Shape[0] <= 0:
-			return nil, fmt.Errorf("%s: lora_A %v and lora_B %v do not share a rank", p.base, p.a.Shape, p.b.Shape)
+			return nil, nil, fmt.Errorf("%s: lora_A %v and lora_B %v do not share a rank", p.base, p.a.Shape, p.b.Shape)
 		}
 	}
-	return pairs, nil
+	return pairs, norms, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
+	"github.com/ggufkit/ggufkit/readers/hf"
 )
 
 // writeLoRAAdapter writes an adapter folder: adapter_config.json from cfg
@@ -124,13 +125,15 @@ func TestLoRARefusals(t *testing.T) {
 		{"modules_to_save", cfg("modules_to_save", []any{"lm_head"}),
 			with(q, "base_model.model.lm_head.modules_to_save.default.weight", []int{512, 64}), base, "modules_to_save"},
 		{"new embeddings", cfg(), with(q, "base_model.model.model.embed_tokens.weight", []int{520, 64}), base, "whole embeddings"},
-		{"embedding LoRA", cfg(), with(q, "base_model.model.model.embed_tokens.lora_embedding_A", []int{4, 512}), base, "lora_embedding_A/B"},
-		{"norms", cfg(), with(q, "base_model.model.model.layers.0.input_layernorm.weight", []int{64}), base, "norm weights"},
 		{"A only", cfg(), with(q, "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", nil), base, "no lora_B"},
 		{"ranks differ", cfg(), with(q, "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", []int{64, 2}), base,
 			"do not share a rank"},
 		{"wrong shape for the base", cfg(), with(q, "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", []int{60, 4}), base, "q_proj"},
 		{"no base", cfg(), q, "", "--base"},
+		{"alpha as text", cfg("lora_alpha", "16"), q, base, "no numeric lora_alpha"},
+		{"bad invocation token", cfg("alora_invocation_tokens", []any{5, -1}), q, base, "-1 is not a token id"},
+		{"3-D factor", cfg(), with(q, "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", []int{1, 4, 64}), base, "not matrices"},
+		{"base is a model file", cfg(), q, filepath.Join(base, "model.safetensors"), "give the base model's folder or its config.json"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,6 +166,12 @@ func TestLoRAFolders(t *testing.T) {
 	if _, err := RunLoRA(context.Background(), dir, LoRAOptions{Base: base}); err == nil || !strings.Contains(err.Error(), "neither") {
 		t.Errorf("no weights: %v", err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, loraConfigName), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunLoRA(context.Background(), dir, LoRAOptions{Base: base}); err == nil || !strings.Contains(err.Error(), loraConfigName) {
+		t.Errorf("bad config: %v", err)
+	}
 	writeLoRAAdapter(t, dir, map[string]any{"lora_alpha": 8, "alora_invocation_tokens": []int{5, 7, 11}}, qProj("1"))
 	out := filepath.Join(t.TempDir(), "a.gguf")
 	if _, err := RunLoRA(context.Background(), dir, LoRAOptions{Base: base, OutFile: out, OutType: "bf16"}); err != nil {
@@ -192,4 +201,19 @@ func TestLoRAFolders(t *testing.T) {
 	if want := []string{"blk.1.attn_q.weight.lora_a:BF16", "blk.1.attn_q.weight.lora_b:BF16"}; !slices.Equal(names, want) {
 		t.Errorf("tensors %v, want %v", names, want)
 	}
+}
+
+// FuzzLoRAConfig: any adapter_config.json is accepted or refused with an
+// error, never a panic.
+func FuzzLoRAConfig(f *testing.F) {
+	f.Add([]byte(`{"lora_alpha": 16, "r": 8, "use_dora": false}`))
+	f.Add([]byte(`{"lora_alpha": 1e400, "alora_invocation_tokens": [1, 2.5, "x"]}`))
+	f.Add([]byte(`{"lora_alpha": 8, "rank_pattern": {"q": 2}, "invocation_string": ""}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg, err := hf.ParseJSON(b)
+		if err != nil {
+			return
+		}
+		checkLoRAConfig(cfg)
+	})
 }

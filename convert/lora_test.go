@@ -67,3 +67,39 @@ func TestLoRAFixtures(t *testing.T) {
 		}
 	}
 }
+
+// TestLoRAAuto: --outtype auto (which the script fails on) is the 16-bit
+// type of the adapter's first matrix, F16 for an F32 adapter: the same
+// bytes as that outtype.
+func TestLoRAAuto(t *testing.T) {
+	for _, tc := range []struct{ fixture, as string }{{"qwen3-lora-bf16", "bf16"}, {"llama1-lora-f16", "f16"}, {"llama1-lora", "f16"}} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			dir := filepath.Join(loraFixtures, tc.fixture)
+			var exp fixtureExpected
+			b, err := os.ReadFile(filepath.Join(dir, "expected-"+tc.as+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &exp); err != nil {
+				t.Fatal(err)
+			}
+			var man struct {
+				Base string `json:"base"`
+			}
+			b, err = os.ReadFile(filepath.Join(dir, "manifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &man); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "auto.gguf")
+			if _, err := RunLoRA(context.Background(), dir, LoRAOptions{Base: filepath.Join(fixtures, man.Base), OutType: "auto", OutFile: out}); err != nil {
+				t.Fatal(err)
+			}
+			if got := sha(t, out); got != exp.File.SHA256 {
+				t.Fatalf("auto differs from %s: %s", tc.as, describeDiff(out, &exp))
+			}
+		})
+	}
+}

@@ -28,7 +28,51 @@ const maxProbeValues = 1 << 28
 // output into its lora_a and lora_b: the output's rows select lora_b's
 // rows, its columns lora_a's columns, and a 3-D output (stacked experts)
 // stacks both factors, as convert_lora_to_gguf.py's LoraTorchTensor does.
-func planLoRA(ctx context.Context, m arch.Model, src readers.Source, pairs []*loraPair, ft gguf.FileType) ([]loraTensor, error) {
+//
+// Whole norm weights come first, as the script yields them while it
+// collects the pairs: planned and computed as the base converter does,
+// they must map to norms.
+func planLoRA(ctx context.Context, m arch.Model, src readers.Source, pairs []*loraPair, norms []arch.Input, ft gguf.FileType) ([]loraTensor, error) {
+	var tensors []loraTensor
+	for _, in := range norms {
+		outs, err := m.Modify(in, arch.BlockID(in.Name))
+		if err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", in.Source, err)
+		}
+		for i := range outs {
+			o := &outs[i]
+			if !strings.Contains(o.Name, "_norm") || len(o.Shape) != 1 || o.Packed != nil || len(o.Sources) == 0 || o.DropIfZero {
+				return nil, fmt.Errorf("tensor %q: a whole weight in the adapter maps to %q, which is not a norm", in.Source, o.Name)
+			}
+			if err := checkOutput(o); err != nil {
+				return nil, fmt.Errorf("tensor %q: %w", o.Name, err)
+			}
+			srcs := make([][]float32, len(o.Sources))
+			for s, si := range o.Sources {
+				n, err := readers.NumElements(si.Shape)
+				if err != nil {
+					return nil, fmt.Errorf("tensor %q: %w", si.Source, err)
+				}
+				srcs[s] = make([]float32, n)
+				rows, _ := readers.Rows(si.Shape)
+				if err := src.ReadFloat32(ctx, si.Source, srcs[s], 0, int(rows)); err != nil {
+					return nil, fmt.Errorf("tensor %q: %w", si.Source, err)
+				}
+			}
+			v := srcs[0]
+			if o.Build != nil {
+				if v, err = o.Build(srcs); err != nil {
+					return nil, fmt.Errorf("tensor %q: %w", o.Name, err)
+				}
+			}
+			if int64(len(v)) != o.Shape[0] {
+				return nil, fmt.Errorf("tensor %q: %d values for shape %v", o.Name, len(v), o.Shape)
+			}
+			t := loraTensor{out: *o, values: v}
+			t.typ, _ = tensorType(m, &t.out, ft)
+			tensors = append(tensors, t)
+		}
+	}
 	byBase := map[string]*loraPair{}
 	var outs []arch.Output
 	for _, p := range pairs {
@@ -61,7 +105,6 @@ func planLoRA(ctx context.Context, m arch.Model, src readers.Source, pairs []*lo
 		values[t.Name] = v
 		return v, nil
 	}
-	var tensors []loraTensor
 	for i := range outs {
 		o := &outs[i]
 		if o.Packed != nil || len(o.Sources) == 0 || o.DropIfZero {
@@ -77,6 +120,11 @@ func planLoRA(ctx context.Context, m arch.Model, src readers.Source, pairs []*lo
 		a, b, err := g.factors(o, byBase, read)
 		if err != nil {
 			return nil, fmt.Errorf("tensor %q: %w", o.Name, err)
+		}
+		if strings.Contains(a.out.Name, "token_embd.weight") && len(a.out.Shape) == 2 {
+			// The script transposes token_embd's lora_a (mergekit's
+			// lora_embedding_A is stored flipped; see llm_build_inp_embd).
+			a = transposed(a)
 		}
 		for _, f := range []loraTensor{a, b} {
 			f.typ, _ = tensorType(m, &f.out, ft)
@@ -142,6 +190,24 @@ func probe(o *arch.Output) (*gather, error) {
 		}
 		for j := range g.col {
 			g.col[j] = int64(j)
+		}
+		return g, nil
+	}
+	if o.Stacked && len(o.Shape) == 3 && int64(len(o.Sources)) == g.mats {
+		// Sources stacked unchanged (Output's Stacked contract).
+		g.src = make([]int, g.mats*g.rows)
+		g.row = make([]int64, g.mats*g.rows)
+		g.col = make([]int64, g.mats*g.cols)
+		for m, in := range o.Sources {
+			if in.Shape[0] != g.rows || in.Shape[1] != g.cols {
+				return nil, fmt.Errorf("source %q of shape %v stacked into %v", in.Source, in.Shape, o.Shape)
+			}
+			for i := range g.rows {
+				g.src[int64(m)*g.rows+i], g.row[int64(m)*g.rows+i] = m, i
+			}
+			for j := range g.cols {
+				g.col[int64(m)*g.cols+j] = j
+			}
 		}
 		return g, nil
 	}
@@ -353,6 +419,7 @@ func (g *gather) fill(pairs []*loraPair, rank int64, av, bv []float32, read func
 	for m := range g.mats {
 		var aSrc []float32
 		var aCols int64
+		same := map[*loraPair]bool{} // pairs whose lora_A is aSrc
 		for i := range g.rows {
 			k := m*g.rows + i
 			p := pairs[g.src[k]]
@@ -361,6 +428,9 @@ func (g *gather) fill(pairs []*loraPair, rank int64, av, bv []float32, read func
 				return err
 			}
 			copy(bv[k*rank:(k+1)*rank], b[g.row[k]*rank:(g.row[k]+1)*rank])
+			if same[p] {
+				continue
+			}
 			a, err := read(p.a)
 			if err != nil {
 				return err
@@ -373,6 +443,7 @@ func (g *gather) fill(pairs []*loraPair, rank int64, av, bv []float32, read func
 				return fmt.Errorf("it joins rows of adapted weights with different lora_A, " +
 					"which one LoRA pair cannot hold (convert_lora_to_gguf.py cannot either)")
 			}
+			same[p] = true
 		}
 		for r := range rank {
 			dst := av[(m*rank+r)*g.cols : (m*rank+r+1)*g.cols]
@@ -382,6 +453,20 @@ func (g *gather) fill(pairs []*loraPair, rank int64, av, bv []float32, read func
 		}
 	}
 	return nil
+}
+
+// transposed is a 2-D factor transposed.
+func transposed(t loraTensor) loraTensor {
+	rows, cols := t.out.Shape[0], t.out.Shape[1]
+	v := make([]float32, len(t.values))
+	for i := range rows {
+		for j := range cols {
+			v[j*rows+i] = t.values[i*cols+j]
+		}
+	}
+	t.out.Shape = []int64{cols, rows}
+	t.values = v
+	return t
 }
 
 // loraOutputPath is the converter's file naming for an adapter: a folder

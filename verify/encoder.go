@@ -27,6 +27,10 @@ type EncoderResult struct {
 	// the smallest over the tokens of their last hidden states, and
 	// CosineLimit the least either may be (EncoderCosineLimit).
 	Cosine, TokenCosine, CosineLimit float64
+	// RelError is ‖Pooled − RefPooled‖ / ‖RefPooled‖, which must stay within
+	// RelLimit = √(2·(1 − CosineLimit)), the distance of unit vectors at that
+	// cosine: it judges what the cosine cannot, a reranker's single score.
+	RelError, RelLimit float64
 	// MatrixError is the RMS relative error of the matrices.
 	MatrixError float64
 }
@@ -140,6 +144,11 @@ func (v *verifier) runEncoder(ctx context.Context) error {
 		if res.Cosine < res.CosineLimit {
 			v.fail(CheckForward, "", fmt.Sprintf("%s-pooled output: cosine similarity %.7f with the reference's, below %.7f (matrix error %.3g)",
 				res.Pooling, res.Cosine, res.CosineLimit, res.MatrixError))
+		}
+		res.RelError, res.RelLimit = forward.RelError(pooled, refPooled), math.Sqrt(2*(1-res.CosineLimit))
+		if res.RelError > res.RelLimit {
+			v.fail(CheckForward, "", fmt.Sprintf("%s-pooled output: relative error %.3g from the reference's, above %.3g (matrix error %.3g)",
+				res.Pooling, res.RelError, res.RelLimit, res.MatrixError))
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -91,5 +92,42 @@ func TestBrokenEncoders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEncoderCheckpointReference verifies the reranker's Q8_0 conversion
+// against the checkpoint folder itself (mapped through the converter's
+// plan, the position table cut as the converter cuts it).
+func TestEncoderCheckpointReference(t *testing.T) {
+	dir := assembleFixture(t, "xlmrreranker")
+	ref, err := OpenCheckpoint(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	rep := run(t, open(t, convertTo(t, dir, "q8_0")), ref, Options{Prompt: "Hello world, this is a test."})
+	if !rep.OK || rep.Encoder == nil || rep.Encoder.Pooling != forward.PoolingRank {
+		t.Fatalf("OK %v, encoder %+v, problems %v", rep.OK, rep.Encoder, rep.Problems)
+	}
+	t.Logf("rank scores %v, checkpoint's %v (cosine %.7f)", rep.Encoder.Pooled, rep.Encoder.RefPooled, rep.Encoder.Cosine)
+}
+
+// TestBrokenReranker: a reranker's single score has cosine 1 with any score
+// of its sign, so a wrong classifier bias is caught by the relative error.
+func TestBrokenReranker(t *testing.T) {
+	good := convertTo(t, assembleFixture(t, "xlmrreranker"), "f32")
+	m := loadModel(t, good)
+	b := m.tensor(t, "cls.output.bias")
+	xs := f32s(b)
+	xs[0] *= 1.5
+	setF32s(b, xs)
+	rep := run(t, open(t, m.write(t)), GGUFReference(open(t, good)), Options{Prompt: "Hello world, this is a test."})
+	var text []string
+	for _, p := range rep.Problems {
+		text = append(text, p.String())
+	}
+	all := strings.Join(text, "\n")
+	if rep.OK || !strings.Contains(all, "rank-pooled output: relative error") || !strings.Contains(all, "cls.output.bias") {
+		t.Fatalf("OK %v; problems:\n%s", rep.OK, all)
 	}
 }

@@ -34,9 +34,10 @@ func convertCommand() *cli.Command {
 			"tq2_0 auto), any llama-quantize type (Q4_K_M, IQ4_XS …) or ggml type (ggml:Q5_K, MXFP4 …), quantized\n" +
 			"in one pass from the source with llama-quantize's mix rules. --mmproj writes a vision or audio model's projector\n" +
 			"(llama-mtmd-cli -m model.gguf --mmproj mmproj-model.gguf) as convert_hf_to_gguf.py --mmproj does; --with-mmproj writes both.\n\n" +
-			"With --lora ADAPTER_DIR --base BASE (and no MODEL), a PEFT LoRA adapter (adapter_config.json +\n" +
+			"With --lora ADAPTER_DIR [--base BASE] (and no MODEL), a PEFT LoRA adapter (adapter_config.json +\n" +
 			"adapter_model.safetensors or .bin) is converted as convert_lora_to_gguf.py does, for the base model whose\n" +
-			"config.json BASE gives (its folder or the file); --outtype f32 (default), f16, bf16, q8_0 or auto.",
+			"config.json BASE gives (its folder, the file, or hf:ORG/NAME; by default the adapter's\n" +
+			"base_model_name_or_path on the Hub); --outtype f32 (default), f16, bf16, q8_0 or auto.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "outtype", Value: "auto", Usage: "output `TYPE`"},
 			&cli.StringFlag{Name: "outfile", Usage: "output `PATH` (may contain {ftype}); default: the model folder, named by the GGUF naming convention"},
@@ -54,8 +55,8 @@ func convertCommand() *cli.Command {
 			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite an existing output file"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print a line per tensor"},
-			&cli.StringFlag{Name: "lora", Usage: "convert the PEFT LoRA adapter in `ADAPTER_DIR` instead of a model (needs --base)"},
-			&cli.StringFlag{Name: "base", Usage: "--lora: the base model's folder or its config.json (`BASE`); only the configuration is read"},
+			&cli.StringFlag{Name: "lora", Usage: "convert the PEFT LoRA adapter in `ADAPTER_DIR` instead of a model"},
+			&cli.StringFlag{Name: "base", Usage: "--lora: the base model's folder, its config.json or hf:ORG/NAME (`BASE`; default: the adapter's base_model_name_or_path on the Hub); only the configuration is read"},
 			&cli.BoolFlag{Name: "list-architectures", Usage: "print the supported config.json architectures and exit"},
 			// llama-quantize's options, for a preset or ggml --outtype.
 			&cli.StringFlag{Name: "imatrix", Usage: "importance matrix `FILE` (GGUF or legacy .dat) for a quantized --outtype"},

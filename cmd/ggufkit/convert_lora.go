@@ -10,15 +10,16 @@ import (
 )
 
 // loraIgnored are convert's flags that have no meaning for an adapter.
-var loraIgnored = []string{"model-name", "metadata", "vocab-only", "tokenizer-pre", "split-max-tensors", "split-max-size",
-	"no-tensor-first-split", "imatrix", "include-weights", "exclude-weights", "pure", "leave-output-tensor",
-	"output-tensor-type", "token-embedding-type", "tensor-type"}
+var loraIgnored = []string{"model-name", "metadata", "vocab-only", "mmproj", "with-mmproj", "tokenizer-pre",
+	"split-max-tensors", "split-max-size", "no-tensor-first-split", "imatrix", "imatrix-text", "imatrix-ctx",
+	"imatrix-chunks", "include-weights", "exclude-weights", "pure", "leave-output-tensor", "output-tensor-type",
+	"token-embedding-type", "tensor-type"}
 
-// runConvertLoRA is `convert --lora ADAPTER_DIR --base BASE`.
+// runConvertLoRA is `convert --lora ADAPTER_DIR [--base BASE]`.
 func runConvertLoRA(c *cli.Context) error {
 	w := c.App.Writer
-	if c.String("lora") == "" || c.String("base") == "" {
-		return cli.Exit("convert: --lora ADAPTER_DIR and --base BASE go together", 2)
+	if c.String("lora") == "" {
+		return cli.Exit("convert: --base goes with --lora ADAPTER_DIR", 2)
 	}
 	if c.NArg() != 0 {
 		return cli.Exit("convert: --lora takes the adapter folder as its value, not a MODEL argument", 2)

@@ -31,7 +31,7 @@ func TestConvertLoRACommand(t *testing.T) {
 			"--outtype", "q8_0", "--outfile", filepath.Join(dir, "a-{ftype}.gguf")}, 0, "Q8_0", "", "a-q8_0.gguf"},
 		{"dry run", []string{"convert", "--dry-run", "--lora", loraAdapter, "--base", loraBase, "--outfile", filepath.Join(dir, "dry.gguf")}, 0,
 			"blk.0.attn_q.weight.lora_b", "", ""},
-		{"no base", []string{"convert", "--lora", loraAdapter}, 2, "", "go together", ""},
+		{"base without an adapter", []string{"convert", "--base", loraBase}, 2, "", "--base goes with --lora", ""},
 		{"model argument too", []string{"convert", "--lora", loraAdapter, "--base", loraBase, loraBase}, 2, "", "not a MODEL argument", ""},
 		{"model flags", []string{"convert", "--lora", loraAdapter, "--base", loraBase, "--vocab-only"}, 2, "", "--vocab-only does not apply", ""},
 		{"model outtype", []string{"convert", "--lora", loraAdapter, "--base", loraBase, "--outtype", "Q4_K_M"}, 1, "", "f32, f16, bf16, q8_0 or auto", ""},

@@ -177,6 +177,8 @@ type verifyEncoderJSON struct {
 	Cosine      *jsonFloat `json:"cosine,omitempty"`
 	TokenCosine *jsonFloat `json:"token_cosine,omitempty"`
 	CosineLimit *jsonFloat `json:"cosine_limit,omitempty"`
+	RelError    *jsonFloat `json:"rel_error,omitempty"`
+	RelLimit    *jsonFloat `json:"rel_limit,omitempty"`
 }
 
 type verifyJSON struct {
@@ -227,6 +229,7 @@ func writeVerifyJSON(w io.Writer, rep *verify.Report) error {
 		if rep.HasReference {
 			ej.RefPooling, ej.RefPooled = en.RefPooling.String(), en.RefPooled
 			ej.Cosine, ej.TokenCosine, ej.CosineLimit = ptr(jsonFloat(en.Cosine)), ptr(jsonFloat(en.TokenCosine)), ptr(jsonFloat(en.CosineLimit))
+			ej.RelError, ej.RelLimit = ptr(jsonFloat(en.RelError)), ptr(jsonFloat(en.RelLimit))
 		}
 		out.Encoder = ej
 	}
@@ -289,6 +292,7 @@ func writeVerifyText(w io.Writer, path, source string, rep *verify.Report, took 
 		if rep.HasReference {
 			fmt.Fprintf(w, "  cosine with the source: pooled %.7f, last hidden states at least %.7f (limit %.7f for a matrix error of %.3g)\n",
 				en.Cosine, en.TokenCosine, en.CosineLimit, en.MatrixError)
+			fmt.Fprintf(w, "  pooled relative error %.3g (limit %.3g)\n", en.RelError, en.RelLimit)
 		}
 	}
 	if len(rep.Warnings) > 0 {

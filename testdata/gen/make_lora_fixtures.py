@@ -79,6 +79,15 @@ SPECS = [
      "what": "SmolLM3"},
     {"name": "gpt2-lora", "base": "gpt2", "r": 8, "alpha": 16, "seed": 533, "targets": "all-linear",
      "what": "Conv1D weights: the converter's transpose swaps the factors, transposed"},
+    {"name": "llama1-mergekit", "base": "llama1", "r": 8, "alpha": 8, "seed": 540, "mergekit": True,
+     "targets": ["q_proj", "k_proj", "v_proj", "o_proj"],
+     "what": "what mergekit-extract-lora adds: token-embedding factors (lora_embedding_A/B) and whole norm weights"},
+    {"name": "qwen3-lora-bf16", "base": "qwen3", "r": 32, "alpha": 16, "seed": 541, "dtype": "bfloat16",
+     "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+     "what": "an adapter stored as BF16 (autocast_adapter_dtype=False on a BF16 model)"},
+    {"name": "llama1-lora-f16", "base": "llama1", "r": 32, "alpha": 16, "seed": 542, "dtype": "float16",
+     "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+     "what": "an adapter stored as F16: the converter keeps F16 data as F16 until it quantizes"},
     {"name": "llama1-alora", "base": "llama1", "r": 8, "alpha": 8, "seed": 509,
      "targets": ["q_proj", "k_proj", "v_proj"], "alora_invocation_tokens": [3, 141, 59, 26],
      "what": "an activated LoRA: adapter.alora.invocation_tokens after the alpha"},
@@ -110,6 +119,20 @@ def add_experts(model, spec, path, gen):
     save_file(tensors, path, metadata={"format": "pt"})
 
 
+def add_mergekit(model, spec, path, gen):
+    """Add what mergekit-extract-lora writes beside the pairs: the token embeddings' factors
+    (lora_embedding_A of shape (r, vocab), lora_embedding_B of shape (hidden, r)) and whole norm weights."""
+    cfg = model.config
+    r = spec["r"]
+    tensors = load_file(path)
+    p = "base_model.model.model."
+    tensors[p + "embed_tokens.lora_embedding_A"] = torch.randn(r, cfg.vocab_size, generator=gen).contiguous()
+    tensors[p + "embed_tokens.lora_embedding_B"] = torch.randn(cfg.hidden_size, r, generator=gen).contiguous()
+    tensors[p + "layers.0.input_layernorm.weight"] = (1 + 0.1 * torch.randn(cfg.hidden_size, generator=gen)).contiguous()
+    tensors[p + "norm.weight"] = (1 + 0.1 * torch.randn(cfg.hidden_size, generator=gen)).contiguous()
+    save_file(tensors, path, metadata={"format": "pt"})
+
+
 def make(spec, convert_dir, out_dir):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
@@ -118,19 +141,22 @@ def make(spec, convert_dir, out_dir):
     with open(os.path.join(base_dir, "manifest.json")) as f:
         base_manifest = json.load(f)
     torch.manual_seed(spec["seed"])
-    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
+    dtype = getattr(torch, spec.get("dtype", "float32"))
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype)
     model.config._name_or_path = base_manifest["config_from"]
     model.name_or_path = base_manifest["config_from"]
     extra = {"alora_invocation_tokens": spec["alora_invocation_tokens"]} if "alora_invocation_tokens" in spec else {}
     cfg = LoraConfig(r=spec["r"], lora_alpha=spec["alpha"], target_modules=spec["targets"],
                      init_lora_weights=False, lora_dropout=0.0, bias="none", task_type="CAUSAL_LM", **extra)
-    peft_model = get_peft_model(model, cfg)
+    peft_model = get_peft_model(model, cfg, autocast_adapter_dtype="dtype" not in spec)
     peft_model.peft_config["default"].base_model_name_or_path = base_manifest["config_from"]
     dst = os.path.join(out_dir, spec["name"])
     peft_model.save_pretrained(dst, safe_serialization=not spec.get("pytorch", False))
     if "experts" in spec:
         gen = torch.Generator().manual_seed(spec["seed"])
         add_experts(model, spec, os.path.join(dst, "adapter_model.safetensors"), gen)
+    if spec.get("mergekit"):
+        add_mergekit(model, spec, os.path.join(dst, "adapter_model.safetensors"), torch.Generator().manual_seed(spec["seed"]))
     files = {n: sha256_file(os.path.join(dst, n)) for n in sorted(os.listdir(dst)) if n != "manifest.json"
              and not n.startswith("expected-")}
     manifest = {"fixture": spec["name"], "base": spec["base"], "base_config_from": base_manifest["config_from"],

@@ -392,3 +392,24 @@ func Cosine(a, b []float32) float64 {
 	}
 	return ab / math.Sqrt(aa*bb)
 }
+
+// RelError is ‖a − b‖ / ‖b‖ in float64 (+Inf when b is zero and a is not,
+// or the lengths differ).
+func RelError(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	var d, n float64
+	for i := range a {
+		x := float64(a[i]) - float64(b[i])
+		d += x * x
+		n += float64(b[i]) * float64(b[i])
+	}
+	switch {
+	case d == 0:
+		return 0
+	case n == 0:
+		return math.Inf(1)
+	}
+	return math.Sqrt(d / n)
+}

@@ -22,6 +22,7 @@ type Session struct {
 	factors  []float32   // RoPE frequency factors in use, or nil
 	bufs     [][]float32 // per-worker scratch
 	ssm      *ssmState   // the recurrent state of mamba and mamba2 (ssm.go)
+	mm       mulScratch  // the products' unpacked rows and converted inputs (matmul.go)
 }
 
 // NewSession prepares a session for up to capacity tokens.
