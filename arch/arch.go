@@ -50,6 +50,10 @@ type Output struct {
 	// RowOrder[i]. The converter may then convert the stored rows straight
 	// to the output type in that order instead of calling Build.
 	RowOrder []int64
+	// Stacked, when set, says Build only stacks its sources, unchanged
+	// and in order, along a new first dimension (experts); a LoRA adapter
+	// then stacks its factors without probing Build.
+	Stacked bool
 	// PadValues is the number of zero values Build appends after its
 	// sources' (Gemma 3n's token embeddings padded to the full
 	// vocabulary); the convert package allows at most as many as the
@@ -70,6 +74,10 @@ type Output struct {
 	// must hold only zeros (any other value is an error) and no tensor is
 	// written for it (Cohere2Model's biases).
 	DropIfZero bool
+	// DropIfEqual, when set, leaves the output out if its single source
+	// holds the same values as this input (torch.equal): MambaModel omits
+	// an output equal to the token embedding.
+	DropIfEqual *Input
 }
 
 // InputsExtra is implemented by a model whose generate_extra_tensors reads
@@ -154,6 +162,18 @@ type Constructor func(h HParams, dir string) (Model, error)
 
 var registry = map[string]Constructor{}
 
+// rawConfig holds the names registered with registerRaw.
+var rawConfig = map[string]bool{}
+
+// registerRaw is register for a model class whose hparams are config.json
+// as it is, not AutoConfig's dictionary (MambaModel, Mamba2Model).
+func registerRaw(c Constructor, names ...string) {
+	register(c, names...)
+	for _, n := range names {
+		rawConfig[n] = true
+	}
+}
+
 // register adds a constructor under every Hugging Face architecture name.
 func register(c Constructor, names ...string) {
 	for _, n := range names {
@@ -220,6 +240,18 @@ var refused = map[string]string{
 // (see autoConfig) are set as the converter sees them.
 func New(h HParams, dir string) (Model, error) {
 	v, present := h["architectures"]
+	if cfg, ok := h["ssm_cfg"].(map[string]any); (!present || v == nil) && ok {
+		// get_model_architecture: a mamba_ssm checkpoint without
+		// architectures is its ssm_cfg layer's "ForCausalLM" class.
+		layer, isStr := cfg["layer"].(string)
+		if _, has := cfg["layer"]; !has {
+			layer, isStr = "Mamba", true
+		}
+		if !isStr {
+			return nil, &ConfigError{Key: "ssm_cfg.layer", Value: cfg["layer"], Msg: "is not a layer name"}
+		}
+		v, present = []any{layer + "ForCausalLM"}, true
+	}
 	archs, isList := v.([]any)
 	switch {
 	case !present || v == nil:
@@ -234,6 +266,9 @@ func New(h HParams, dir string) (Model, error) {
 	c, ok := registry[name]
 	if !ok {
 		return nil, &UnsupportedError{Arch: name, Reason: refused[name]}
+	}
+	if rawConfig[name] {
+		return c(h, dir)
 	}
 	h, err := autoConfig(h)
 	if err != nil {

@@ -87,7 +87,8 @@ func (s *expertStacker) add(in Input, build func([][]float32) ([]float32, error)
 			srcs[i] = p.in
 		}
 		shape := append([]int64{int64(s.n)}, parts[0].in.Shape...)
-		outs = append(outs, Output{Name: gname, Shape: shape, Sources: srcs, HFName: merged, Bid: bid,
+		stacked := !slices.ContainsFunc(parts, func(p held) bool { return p.build != nil })
+		outs = append(outs, Output{Name: gname, Shape: shape, Sources: srcs, HFName: merged, Bid: bid, Stacked: stacked,
 			Build: func(vals [][]float32) ([]float32, error) {
 				per := numel(parts[0].in.Shape)
 				out := make([]float32, 0, per*int64(len(vals)))

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ggufkit/ggufkit/gguf"
 	"github.com/ggufkit/ggufkit/tokenizer"
 	"github.com/ggufkit/ggufkit/verify/forward"
 )
@@ -136,14 +137,16 @@ func (v *verifier) runForward(ctx context.Context) error {
 // the forward pass's own limit: the forward check catches it on its own.
 func (v *verifier) noiseKL(ctx context.Context, cfg *forward.Config, fopts forward.Options, seq []int, refLogits [][]float32) (float64, error) {
 	rel := make(map[string]float64, len(v.rep.Tensors))
+	types := make(map[string]gguf.Type, len(v.rep.Tensors))
 	for _, t := range v.rep.Tensors {
 		rel[t.Name] = min(t.RelError, t.Limit)
+		types[t.Name] = t.Type
 	}
 	ref := newRefWeights(ctx, v.ref)
 	var sum float64
 	n := 0
 	for draw := 0; draw < NoiseDraws; draw++ {
-		m, err := forward.Load(cfg, newNoisyWeights(ref, rel, uint64(draw)), fopts)
+		m, err := forward.Load(cfg, newNoisyWeights(ref, rel, types, uint64(draw)), fopts)
 		if err != nil {
 			return 0, err
 		}

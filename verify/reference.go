@@ -147,38 +147,55 @@ func (t *refTensor) ReadRows(r0, n int, dst []float32) error {
 // noise would underrate that (by 7–14× in KL on the qwen2 fixture). The
 // noise of a row depends only on the draw, the tensor's name and the row,
 // so any way of reading gives the same model.
+//
+// Each tensor also reports the GGUF's type for it (forward.ProductTyped), so
+// the products round their inputs as they do for the GGUF's weights (to
+// Q8_0, Q8_K, F16 …, as ggml's vec_dot): the noise covers the forward
+// pass's own rounding as well as the weights' errors.
 type noisyWeights struct {
-	w    forward.Weights
-	rel  map[string]float64
-	draw uint64
+	w     forward.Weights
+	rel   map[string]float64
+	types map[string]gguf.Type
+	draw  uint64
 }
 
 // noiseBlock is the block length of the legacy and 8-bit ggml types.
 const noiseBlock = 32
 
-func newNoisyWeights(w forward.Weights, rel map[string]float64, draw uint64) *noisyWeights {
-	return &noisyWeights{w: w, rel: rel, draw: draw}
+func newNoisyWeights(w forward.Weights, rel map[string]float64, types map[string]gguf.Type, draw uint64) *noisyWeights {
+	return &noisyWeights{w: w, rel: rel, types: types, draw: draw}
 }
 
 func (w *noisyWeights) Tensor(name string) (forward.Tensor, bool) {
 	t, ok := w.w.Tensor(name)
-	if !ok || w.rel[name] == 0 {
+	typ, typed := w.types[name]
+	if !ok || (w.rel[name] == 0 && !typed) {
 		return t, ok
+	}
+	if !typed {
+		typ = gguf.F32
 	}
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	return &noisyTensor{Tensor: t, rel: w.rel[name], seed: h.Sum64() ^ w.draw*0x9e3779b97f4a7c15}, true
+	return &noisyTensor{Tensor: t, rel: w.rel[name], typ: typ, seed: h.Sum64() ^ w.draw*0x9e3779b97f4a7c15}, true
 }
 
 type noisyTensor struct {
 	forward.Tensor
 	rel  float64
+	typ  gguf.Type
 	seed uint64
 }
+
+// ProductType is the GGUF's type for the tensor.
+func (t *noisyTensor) ProductType() gguf.Type { return t.typ }
 
 func (t *noisyTensor) ReadRows(r0, n int, dst []float32) error {
 	if err := t.Tensor.ReadRows(r0, n, dst); err != nil {
 		return err
+	}
+	if t.rel == 0 {
+		return nil
 	}
 	ne0 := 1
 	if s := t.Shape(); len(s) > 0 {

@@ -5,8 +5,9 @@
 // the attention + MLP/MoE families olmoe, granite, granitemoe, ernie4_5,
 // ernie4_5-moe, minimax-m2, dots1, hunyuan-dense, arcee, exaone4, smollm3 and
 // seed_oss (arch_attnmoe.go), and olmo, olmo2, command-r, phi2, stablelm,
-// falcon, starcoder, chatglm and gemma3n (src/models/*.cpp of llama.cpp
-// commit 0c1e570), so that verify can run a GGUF and its source side by side.
+// falcon, starcoder, chatglm and gemma3n, and the state-space models mamba
+// and mamba2 (ssm.go) (src/models/*.cpp of llama.cpp commit 0c1e570), so
+// that verify can run a GGUF and its source side by side.
 //
 // A model is described by GGUF metadata (ParseConfig reads it the way
 // llama_model_base::load_hparams and each load_arch_hparams do, with the same
@@ -21,6 +22,15 @@
 // sums squares in float64, GELU goes through ggml's fp16 lookup (the input
 // and output are rounded to fp16), soft-max sums in float64, RoPE builds its
 // sin/cos cache with float32 theta multiplied by theta_scale step by step.
-// Matrix products accumulate in float32 with several partial sums, so logits
-// agree with llama.cpp's F32 build to about 1e-6 relative, not bit for bit.
+// Matrix products run on the stored blocks as ggml's CPU backend runs them
+// (vecdot.go): each input row converted to the weight type's vec_dot
+// partner (Q8_0 for Q8_0, Q4_0, Q5_0, IQ4_NL and MXFP4; Q8_K for Q4_K, Q5_K,
+// Q6_K and IQ4_XS; fp16 or bf16 values for F16 and BF16), integer sums per
+// block, the scales applied in float32 (AVX2 kernels on amd64, the Go forms
+// with the purego tag); other types are decoded to float32 a chunk of rows
+// at a time. F32 products accumulate in float32 with several partial sums,
+// so logits of an F32 model agree with llama.cpp's F32 build to about 1e-6
+// relative, not bit for bit. A weight held in memory rather than in a GGUF
+// (a reference checkpoint) is multiplied in float32, its inputs rounded as
+// for the type a ProductTyped tensor names.
 package forward

@@ -10,10 +10,14 @@ import (
 // matrix is a weight of rows × cols (ggml ne1 × ne0) read through a Tensor,
 // from row off on (one expert of a stacked ne2 tensor).
 type matrix struct {
-	name       string
-	t          Tensor
-	rows, cols int
-	off        int
+	name string
+	// tensor is the GGUF tensor; expert the matrix's index in a stacked
+	// tensor of experts experts (−1 and 0 for a plain matrix).
+	tensor          string
+	expert, experts int
+	t               Tensor
+	rows, cols      int
+	off             int
 }
 
 // chunkFloats is how many weight values a worker decodes at a time: large
@@ -64,13 +68,81 @@ func parallel(ctx context.Context, threads, n int, fn func(worker, i int) error)
 }
 
 // mul computes out[t] = W·x[t] (+ bias) for every input row x[t] (len cols);
-// out[t] has len rows. Row chunks of W are decoded once and applied to every
-// input, so a batch of tokens costs one pass over the weights.
+// out[t] has len rows. Weights stored in a type with a vec_dot kernel
+// (vecKernels) are multiplied on their blocks as ggml does (mulBlocks);
+// the others are decoded a chunk of rows at a time (mulDecoded). Either way
+// a chunk of rows is unpacked once and applied to every input, so a batch
+// of tokens costs one pass over the weights.
 func (s *Session) mul(ctx context.Context, w *matrix, bias []float32, x, out [][]float32) error {
+	if s.m.observe != nil && w.tensor != "" {
+		if err := s.m.observe(w.tensor, w.expert, w.experts, x); err != nil {
+			return err
+		}
+	}
+	done := false
+	if bt, ok := w.t.(blockTensor); ok {
+		if k := vecKernels[bt.blockType()]; k != nil && w.cols%k.block == 0 {
+			var err error
+			if done, err = s.mulBlocks(ctx, w, bt, k, x, out); err != nil {
+				return err
+			}
+		}
+	}
+	if !done {
+		if pt, ok := w.t.(ProductTyped); ok {
+			if k := vecKernels[pt.ProductType()]; k != nil && w.cols%k.block == 0 {
+				x = roundActs(k.act, x, w.cols)
+			}
+		}
+		if err := s.mulDecoded(ctx, w, x, out); err != nil {
+			return err
+		}
+	}
+	if bias != nil {
+		for _, o := range out {
+			for i := range o {
+				o[i] += bias[i]
+			}
+		}
+	}
+	return nil
+}
+
+// roundActs returns the inputs x (rows of cols values) as the products of
+// mulBlocks see them: converted to kind and back to float32. A row that
+// cannot be converted (non-finite) stays as it is, as in mulBlocks.
+func roundActs(kind actKind, x [][]float32, cols int) [][]float32 {
+	if kind == actF32 {
+		return x
+	}
+	out := rows(len(x), cols)
+	var a qact
+	for t, row := range x {
+		if quantizeAct(kind, row[:cols], &a) != nil {
+			copy(out[t], row[:cols])
+			continue
+		}
+		for i := range out[t] {
+			switch kind {
+			case actQ8_0:
+				out[t][i] = float32(a.qs[i]) * a.d[i/32]
+			case actQ8K:
+				out[t][i] = float32(a.qs[i]) * a.d[i/256]
+			default:
+				out[t][i] = a.f[i]
+			}
+		}
+	}
+	return out
+}
+
+// mulDecoded is mul through float32 rows: a chunk of rows of W decoded at a
+// time and multiplied with every input.
+func (s *Session) mulDecoded(ctx context.Context, w *matrix, x, out [][]float32) error {
 	rowsPer := max(1, chunkFloats/w.cols)
 	chunks := (w.rows + rowsPer - 1) / rowsPer
 	bufs := s.scratch(w.cols * rowsPer)
-	err := parallel(ctx, s.m.threads, chunks, func(worker, c int) error {
+	return parallel(ctx, s.m.threads, chunks, func(worker, c int) error {
 		if c%64 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -85,17 +157,98 @@ func (s *Session) mul(ctx context.Context, w *matrix, bias []float32, x, out [][
 		}
 		return nil
 	})
-	if err != nil {
-		return err
+}
+
+// Tiling of mulBlocks: a chunk of unpacked rows (at most unpackedBytes, at
+// most maxChunkRows rows) meets tokenTile activations at a time, so both
+// stay in the L2 cache while every row is used by every token of the tile.
+const (
+	unpackedBytes = 128 << 10
+	maxChunkRows  = 32
+	tokenTile     = 32
+)
+
+// mulScratch is what mulBlocks keeps from call to call: each worker's
+// unpacked rows and the converted inputs.
+type mulScratch struct {
+	rows [][]qrow
+	acts []qact
+}
+
+// mulBlocks is mul on the stored blocks: every input converted once to the
+// kernel's activation format, then rows unpacked a chunk at a time and
+// multiplied with the inputs a tile at a time, chunks spread over the
+// threads. It reports false, having done nothing, when an input cannot be
+// quantized (a non-finite value): mulDecoded then runs in float32.
+func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *vecKernel, x, out [][]float32) (bool, error) {
+	s.mm.acts = grow(s.mm.acts, len(x))
+	acts := s.mm.acts
+	var bad atomic.Bool
+	err := parallel(ctx, s.m.threads, len(x), func(_, t int) error {
+		if quantizeAct(k.act, x[t][:w.cols], &acts[t]) != nil {
+			bad.Store(true)
+		}
+		return nil
+	})
+	if err != nil || bad.Load() {
+		return false, err
 	}
-	if bias != nil {
-		for _, o := range out {
-			for i := range o {
-				o[i] += bias[i]
-			}
+	rowBytes := w.cols / k.block * k.bytes
+	unpacked := w.cols
+	if k.act < actQ8_0 {
+		unpacked = 4 * w.cols
+	}
+	rowsPer := max(1, min(maxChunkRows, unpackedBytes/unpacked))
+	chunks := (w.rows + rowsPer - 1) / rowsPer
+	if len(s.mm.rows) < s.m.threads {
+		s.mm.rows = make([][]qrow, s.m.threads)
+	}
+	for i := range s.mm.rows {
+		if len(s.mm.rows[i]) < rowsPer {
+			s.mm.rows[i] = append(s.mm.rows[i], make([]qrow, rowsPer-len(s.mm.rows[i]))...)
 		}
 	}
-	return nil
+	err = parallel(ctx, s.m.threads, chunks, func(worker, c int) error {
+		if c%64 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r0 := c * rowsPer
+		n := min(rowsPer, w.rows-r0)
+		data, err := bt.blockRows(w.off+r0, n)
+		if err != nil {
+			return fmt.Errorf("%s rows %d..%d: %w", w.name, r0, r0+n, err)
+		}
+		rows := s.mm.rows[worker][:n]
+		for r := range rows {
+			k.unpack(&rows[r], data[r*rowBytes:(r+1)*rowBytes], w.cols)
+			if k.act >= actQ8_0 {
+				rows[r].sums = grow(rows[r].sums, w.cols/16)
+			}
+		}
+		for t0 := 0; t0 < len(x); t0 += tokenTile {
+			t1 := min(len(x), t0+tokenTile)
+			for r := range rows {
+				q, t := &rows[r], t0
+				switch k.act { // four inputs per pass where a kernel does
+				case actF32, actF16, actBF16:
+					for ; t+4 <= t1; t += 4 {
+						out[t][r0+r], out[t+1][r0+r], out[t+2][r0+r], out[t+3][r0+r] =
+							dotF32x4(q.f, acts[t].f, acts[t+1].f, acts[t+2].f, acts[t+3].f)
+					}
+				case actQ8_0:
+					for ; t+4 <= t1; t += 4 {
+						s := q.dotQ8x4(&acts[t], &acts[t+1], &acts[t+2], &acts[t+3])
+						out[t][r0+r], out[t+1][r0+r], out[t+2][r0+r], out[t+3][r0+r] = s[0], s[1], s[2], s[3]
+					}
+				}
+				for ; t < t1; t++ {
+					out[t][r0+r] = q.dot(k.act, &acts[t])
+				}
+			}
+		}
+		return nil
+	})
+	return err == nil, err
 }
 
 // mulRow sets out[t][r] = row·x[t] for every t, four inputs at a time so each

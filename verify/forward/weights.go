@@ -16,6 +16,16 @@ type Tensor interface {
 	ReadRows(r0, n int, dst []float32) error
 }
 
+// ProductTyped is a Tensor read as float32 that stands in for a weight
+// stored as ProductType (a reference with noise standing in for a quantized
+// model): the inputs of its products are rounded as ggml rounds them for
+// that type (to Q8_0, Q8_K, F16 or BF16 values), as the stored weight's
+// would be.
+type ProductTyped interface {
+	Tensor
+	ProductType() gguf.Type
+}
+
 // Weights finds tensors by GGUF name.
 type Weights interface {
 	Tensor(name string) (Tensor, bool)
@@ -53,6 +63,40 @@ func (t *ggufTensor) Shape() []int64 {
 		s[i] = int64(d)
 	}
 	return s
+}
+
+// blockTensor is a Tensor whose rows the products can read as stored.
+type blockTensor interface {
+	Tensor
+	// blockType is the stored type.
+	blockType() gguf.Type
+	// blockRows returns the stored bytes of n rows from row r0 on.
+	blockRows(r0, n int) ([]byte, error)
+}
+
+func (t *ggufTensor) blockType() gguf.Type { return t.info.Type }
+
+func (t *ggufTensor) blockRows(r0, n int) ([]byte, error) {
+	ne0 := 1
+	if len(t.info.Shape) > 0 {
+		ne0 = int(t.info.Shape[0])
+	}
+	rows := int(t.info.Rows())
+	if r0 < 0 || n < 0 || r0 > rows-n {
+		return nil, fmt.Errorf("%w: tensor %s: rows %d+%d of %d", ErrWeights, t.info.Name, r0, n, rows)
+	}
+	rowSize, err := quantize.RowSize(t.info.Type, ne0)
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", t.info.Name, err)
+	}
+	data, err := t.f.TensorData(t.info.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) < (r0+n)*rowSize {
+		return nil, fmt.Errorf("%w: tensor %s: %d bytes for %d rows of %d", ErrWeights, t.info.Name, len(data), rows, rowSize)
+	}
+	return data[r0*rowSize : (r0+n)*rowSize], nil
 }
 
 func (t *ggufTensor) ReadRows(r0, n int, dst []float32) error {

@@ -1,0 +1,135 @@
+//go:build !purego
+
+package forward
+
+import "golang.org/x/sys/cpu"
+
+// The amd64 kernels of the products (vecdot_amd64.s); the purego build tag
+// turns them off, and vecdot_test.go checks them against the Go forms.
+
+//go:noescape
+func i8sums16AVX2(a *byte, astride int, b *int8, groups int, out *int32)
+
+//go:noescape
+func dotF32AVX2(a, b *float32, n int) float32
+
+//go:noescape
+func dotF32x4AVX2(w, x0, x1, x2, x3 *float32, n int, out *float32)
+
+//go:noescape
+func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) float32
+
+//go:noescape
+func q4kDotAVX2(x *byte, b *int8, scales *int32, blocks int, out *int32)
+
+//go:noescape
+func i8dotQ8x4AVX2(a *byte, astride int, b *[4]*int8, wd *float32, xd *[4]*float32, groups int, out *float32)
+
+//go:noescape
+func i8dotKAVX2(a, b *int8, scales *int32, blocks int, out *int32)
+
+var (
+	useAVX2 = cpu.X86.HasAVX2
+	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+)
+
+// i8sums16 sets out[i] to Σ a·b over the 16 values from i·16 on: len(b)
+// values, a's groups of 32 levels starting every astride bytes.
+func i8sums16(a []byte, astride int, b []int8, out []int32) {
+	groups := len(b) / 32
+	if !useAVX2 || groups == 0 {
+		i8sums16Generic(a, astride, b, out)
+		return
+	}
+	_ = a[(groups-1)*astride+31]
+	_ = out[2*groups-1]
+	i8sums16AVX2(&a[0], astride, &b[0], groups, &out[0])
+}
+
+// dotF32 is Σ a·b in float32 (b at least as long as a).
+func dotF32(a, b []float32) float32 {
+	n := len(a) &^ 31
+	if !useFMA || n == 0 {
+		return dotF32Generic(a, b)
+	}
+	b = b[:len(a)]
+	s := dotF32AVX2(&a[0], &b[0], n)
+	if n < len(a) {
+		s += dotF32Generic(a[n:], b[n:])
+	}
+	return s
+}
+
+// dotQ8 is Σ over groups of 32 of (Σ a·b)·(wd·xd): a's groups every astride
+// bytes, b's contiguous, sums scratch for the Go form.
+func dotQ8(a []byte, astride int, b []int8, wd, xd []float32, sums []int32) float32 {
+	groups := len(b) / 32
+	n4 := groups &^ 3
+	if !useFMA || n4 == 0 {
+		return dotQ8Generic(a, astride, b, wd, xd, sums)
+	}
+	_ = a[(n4-1)*astride+31]
+	_, _ = wd[n4-1], xd[n4-1]
+	s := i8dotQ8AVX2(&a[0], astride, &b[0], &wd[0], &xd[0], n4)
+	if n4 < groups {
+		s += dotQ8Generic(a[n4*astride:], astride, b[n4*32:], wd[n4:], xd[n4:], sums)
+	}
+	return s
+}
+
+// dotK sets out[i] to Σ over the sixteen 16s of super-block i of
+// scale·(Σ a·b).
+func dotK(a, b []int8, scales []int32, out []int32) {
+	blocks := len(b) / 256
+	if !useAVX2 || blocks == 0 {
+		dotKGeneric(a, b, scales, out)
+		return
+	}
+	_, _, _ = a[blocks*256-1], scales[blocks*16-1], out[blocks-1]
+	i8dotKAVX2(&a[0], &b[0], &scales[0], blocks, &out[0])
+}
+
+// q4kDot is dotK on the stored Q4_K blocks of x, one scale per 32 values.
+func q4kDot(x []byte, b []int8, scales []int32, out []int32) {
+	blocks := len(b) / 256
+	if !useAVX2 || blocks == 0 {
+		q4kDotGeneric(x, b, scales, out)
+		return
+	}
+	_, _, _ = x[blocks*144-1], scales[blocks*8-1], out[blocks-1]
+	q4kDotAVX2(&x[0], &b[0], &scales[0], blocks, &out[0])
+}
+
+// dotF32x4 is dotF32 of w with four vectors (each at least as long as w).
+func dotF32x4(w, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
+	n := len(w) &^ 15
+	if !useFMA || n == 0 {
+		return dot4(w, x0, x1, x2, x3)
+	}
+	_, _, _, _ = x0[n-1], x1[n-1], x2[n-1], x3[n-1]
+	var s [4]float32
+	dotF32x4AVX2(&w[0], &x0[0], &x1[0], &x2[0], &x3[0], n, &s[0])
+	if n < len(w) {
+		a, b, c, d := dot4(w[n:], x0[n:], x1[n:], x2[n:], x3[n:])
+		s[0], s[1], s[2], s[3] = s[0]+a, s[1]+b, s[2]+c, s[3]+d
+	}
+	return s[0], s[1], s[2], s[3]
+}
+
+// dotQ8x4 is dotQ8 of one row with four inputs (levels b[i], scales xd[i]).
+func dotQ8x4(a []byte, astride int, b [4][]int8, wd []float32, xd [4][]float32, sums []int32) [4]float32 {
+	groups := len(b[0]) / 32
+	if !useFMA || groups == 0 {
+		return dotQ8x4Generic(a, astride, b, wd, xd, sums)
+	}
+	_, _ = a[(groups-1)*astride+31], wd[groups-1]
+	var bp [4]*int8
+	var xp [4]*float32
+	for i := range 4 {
+		_, _ = b[i][groups*32-1], xd[i][groups-1]
+		bp[i], xp[i] = &b[i][0], &xd[i][0]
+	}
+	var s [4]float32
+	i8dotQ8x4AVX2(&a[0], astride, &bp, &wd[0], &xp, groups, &s[0])
+	return s
+}

@@ -1,0 +1,35 @@
+//go:build !amd64 || purego
+
+package forward
+
+// i8sums16 sets out[i] to Σ a·b over the 16 values from i·16 on: len(b)
+// values, a's groups of 32 levels starting every astride bytes.
+func i8sums16(a []byte, astride int, b []int8, out []int32) {
+	i8sums16Generic(a, astride, b, out)
+}
+
+// dotF32 is Σ a·b in float32 (b at least as long as a).
+func dotF32(a, b []float32) float32 { return dotF32Generic(a, b) }
+
+// dotQ8 is Σ over groups of 32 of (Σ a·b)·(wd·xd): a's groups every astride
+// bytes, b's contiguous, sums scratch.
+func dotQ8(a []byte, astride int, b []int8, wd, xd []float32, sums []int32) float32 {
+	return dotQ8Generic(a, astride, b, wd, xd, sums)
+}
+
+// dotK sets out[i] to Σ over the sixteen 16s of super-block i of
+// scale·(Σ a·b).
+func dotK(a, b []int8, scales []int32, out []int32) { dotKGeneric(a, b, scales, out) }
+
+// q4kDot is dotK on the stored Q4_K blocks of x, one scale per 32 values.
+func q4kDot(x []byte, b []int8, scales []int32, out []int32) { q4kDotGeneric(x, b, scales, out) }
+
+// dotF32x4 is dotF32 of w with four vectors (each at least as long as w).
+func dotF32x4(w, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
+	return dot4(w, x0, x1, x2, x3)
+}
+
+// dotQ8x4 is dotQ8 of one row with four inputs (levels b[i], scales xd[i]).
+func dotQ8x4(a []byte, astride int, b [4][]int8, wd []float32, xd [4][]float32, sums []int32) [4]float32 {
+	return dotQ8x4Generic(a, astride, b, wd, xd, sums)
+}

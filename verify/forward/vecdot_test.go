@@ -1,0 +1,302 @@
+package forward
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/quantize"
+)
+
+// scaleFields are the offsets of each block type's fp16 scales (and, for
+// MXFP4, of its E8M0 exponent), which randomBlocks keeps finite and small.
+var scaleFields = map[gguf.Type][]int{
+	gguf.Q8_0: {0}, gguf.Q4_0: {0}, gguf.Q5_0: {0}, gguf.IQ4_NL: {0},
+	gguf.Q4_K: {0, 2}, gguf.Q5_K: {0, 2}, gguf.Q6_K: {208}, gguf.IQ4_XS: {0},
+}
+
+// randomBlocks is a row of cols values of type typ: every bit of the levels
+// random (edge levels included), the scales random finite values.
+func randomBlocks(rng *rand.Rand, typ gguf.Type, cols int) []byte {
+	k := vecKernels[typ]
+	row := make([]byte, cols/k.block*k.bytes)
+	switch typ {
+	case gguf.F16, gguf.BF16, gguf.F32:
+		for i := range cols {
+			v := float32(rng.NormFloat64())
+			switch typ {
+			case gguf.F16:
+				binary.LittleEndian.PutUint16(row[2*i:], quantize.FP32ToFP16(v))
+			case gguf.BF16:
+				binary.LittleEndian.PutUint16(row[2*i:], quantize.FP32ToBF16(v))
+			default:
+				binary.LittleEndian.PutUint32(row[4*i:], math.Float32bits(v))
+			}
+		}
+		return row
+	}
+	for i := range row {
+		row[i] = byte(rng.Uint32())
+	}
+	for b := 0; b < len(row); b += k.bytes {
+		if typ == gguf.MXFP4 {
+			row[b] = byte(100 + rng.IntN(40))
+			continue
+		}
+		for _, off := range scaleFields[typ] {
+			binary.LittleEndian.PutUint16(row[b+off:], quantize.FP32ToFP16(float32(rng.Float64()*0.02-0.005)))
+		}
+	}
+	return row
+}
+
+// actValues is the activation a as float64 values, as its blocks decode.
+func actValues(kind actKind, a *qact, n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		switch kind {
+		case actQ8_0:
+			v[i] = float64(a.qs[i]) * float64(a.d[i/32])
+		case actQ8K:
+			v[i] = float64(a.qs[i]) * float64(a.d[i/256])
+		default:
+			v[i] = float64(a.f[i])
+		}
+	}
+	return v
+}
+
+// TestVecDot checks every kernel against its blocks decoded by quantize
+// and its activation's blocks decoded, multiplied in float64: random rows,
+// activations with a spread of magnitudes, zeros and a row of zeros.
+func TestVecDot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for typ, k := range vecKernels {
+		t.Run(typ.String(), func(t *testing.T) {
+			for trial := range 40 {
+				cols := 256 * (1 + trial%8)
+				row := randomBlocks(rng, typ, cols)
+				x := make([]float32, cols)
+				for i := range x {
+					switch {
+					case trial%5 == 4:
+						// all zero
+					case i%17 == 0:
+						x[i] = 0
+					default:
+						x[i] = float32(rng.NormFloat64() * math.Exp(rng.NormFloat64()))
+					}
+				}
+				var a qact
+				if err := quantizeAct(k.act, x, &a); err != nil {
+					t.Fatal(err)
+				}
+				var r qrow
+				k.unpack(&r, row, cols)
+				r.sums = make([]int32, cols/16)
+				got := r.dot(k.act, &a)
+
+				w := make([]float32, cols)
+				if err := quantize.Decode(typ, w, row, cols); err != nil {
+					t.Fatal(err)
+				}
+				av := actValues(k.act, &a, cols)
+				var want, mag float64
+				for i := range w {
+					want += float64(w[i]) * av[i]
+					mag += math.Abs(float64(w[i]) * av[i])
+				}
+				if diff := math.Abs(float64(got) - want); diff > 1e-5*mag+1e-30 {
+					t.Fatalf("trial %d (%d values): got %g, want %g (off by %.3g of Σ|w·x| = %g)", trial, cols, got, want, diff/mag, mag)
+				}
+				// The activation's blocks stay close to x: the
+				// conversion is the partner type's, not a coarser one.
+				var xdot float64
+				for i := range w {
+					xdot += float64(w[i]) * float64(x[i])
+				}
+				if k.act != actF32 && mag > 0 && math.Abs(xdot-want) > 0.05*mag {
+					t.Fatalf("trial %d: activation conversion moved the product from %g to %g", trial, xdot, want)
+				}
+			}
+		})
+	}
+}
+
+// TestI8Sums16 checks the integer sums (the AVX2 form on amd64) against the
+// Go form: strides of packed levels and of Q8_0 blocks, every group count
+// from 0 to 9 (the four-group loop and its tail), levels -128..127 against
+// activations -127..127, the extremes included.
+func TestI8Sums16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, stride := range []int{32, 34} {
+		for groups := range 10 {
+			a := make([]byte, groups*stride+2)
+			b := make([]int8, groups*32)
+			for i := range a {
+				a[i] = byte(rng.Uint32())
+			}
+			for i := range b {
+				b[i] = int8(rng.IntN(255) - 127)
+			}
+			if groups > 0 {
+				for j := range 32 {
+					a[j], b[j] = 0x80, -127 // the largest magnitudes
+				}
+			}
+			got := make([]int32, 2*groups)
+			want := make([]int32, 2*groups)
+			i8sums16(a, stride, b, got)
+			i8sums16Generic(a, stride, b, want)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("stride %d, %d groups: sum %d = %d, want %d", stride, groups, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestDotF32 checks the float32 products (FMA on amd64) against float64.
+func TestDotF32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 31, 32, 33, 64, 100, 1000, 4096} {
+		a, b := make([]float32, n), make([]float32, n)
+		var want, mag float64
+		for i := range a {
+			a[i], b[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+			want += float64(a[i]) * float64(b[i])
+			mag += math.Abs(float64(a[i]) * float64(b[i]))
+		}
+		if got := dotF32(a, b); math.Abs(float64(got)-want) > 1e-6*mag {
+			t.Errorf("n %d: got %g, want %g", n, got, want)
+		}
+		// dotF32x4 with b in each place and the others distinct.
+		c, d, e := make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range c {
+			c[i], d[i], e[i] = float32(i%7), -float32(i%5), 0
+		}
+		s0, s1, s2, s3 := dotF32x4(a, b, c, d, e)
+		s4, s5, s6, s7 := dotF32x4(a, e, d, c, b)
+		for i, g := range []float32{s0, s7} {
+			if math.Abs(float64(g)-want) > 1e-6*mag {
+				t.Errorf("n %d: dotF32x4 product %d = %g, want %g", n, i, g, want)
+			}
+		}
+		if s1 != s6 || s2 != s5 || s3 != 0 || s4 != 0 {
+			t.Errorf("n %d: dotF32x4 lanes mixed: %g %g %g %g %g %g", n, s1, s6, s2, s5, s3, s4)
+		}
+		if w1 := dotF32(a, c); math.Abs(float64(s1-w1)) > 1e-5*math.Max(1, math.Abs(float64(w1))) {
+			t.Errorf("n %d: dotF32x4 product 1 = %g, dotF32 %g", n, s1, w1)
+		}
+	}
+}
+
+// TestDotQ8K checks the fused products (dotQ8, dotQ8x4, dotK, q4kDot) (AVX2 on amd64) against their Go
+// forms: dotK exactly, dotQ8 within float32 rounding, on random levels
+// with the extremes, strides of packed levels and of Q8_0 blocks, every
+// group count from 0 to 13 and super-block count from 0 to 3.
+func TestDotQ8K(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, stride := range []int{32, 34} {
+		for groups := range 14 {
+			a := make([]byte, groups*stride+2)
+			b := make([]int8, groups*32)
+			wd, xd := make([]float32, groups), make([]float32, groups)
+			for i := range a {
+				a[i] = byte(rng.Uint32())
+			}
+			for i := range b {
+				b[i] = int8(rng.IntN(255) - 127)
+			}
+			var mag float64
+			for g := range groups {
+				wd[g], xd[g] = float32(rng.NormFloat64()), float32(rng.ExpFloat64())
+				mag += 32 * 128 * 127 * math.Abs(float64(wd[g]*xd[g]))
+			}
+			sums := make([]int32, 2*groups)
+			got, want := dotQ8(a, stride, b, wd, xd, sums), dotQ8Generic(a, stride, b, wd, xd, sums)
+			if math.Abs(float64(got-want)) > 1e-6*mag {
+				t.Errorf("dotQ8 stride %d, %d groups: %g, want %g", stride, groups, got, want)
+			}
+			// dotQ8x4: b in the third place, the others reversed copies.
+			var bs [4][]int8
+			var xds [4][]float32
+			for i := range 4 {
+				bs[i], xds[i] = make([]int8, len(b)), make([]float32, len(xd))
+				for j := range b {
+					bs[i][j] = b[len(b)-1-j] / int8(i+1)
+				}
+				for j := range xd {
+					xds[i][j] = xd[len(xd)-1-j] * float32(i+1)
+				}
+			}
+			bs[2], xds[2] = b, xd
+			s4 := dotQ8x4(a, stride, bs, wd, xds, sums)
+			for i := range 4 {
+				want := dotQ8Generic(a, stride, bs[i], wd, xds[i], sums)
+				if math.Abs(float64(s4[i]-want)) > 1e-6*mag {
+					t.Errorf("dotQ8x4 stride %d, %d groups, input %d: %g, want %g", stride, groups, i, s4[i], want)
+				}
+			}
+		}
+	}
+	for blocks := range 4 {
+		a, b := make([]int8, 256*blocks), make([]int8, 256*blocks)
+		scales := make([]int32, 16*blocks)
+		for i := range a {
+			a[i], b[i] = int8(rng.Uint32()), int8(rng.IntN(255)-127)
+		}
+		for i := range scales {
+			scales[i] = int32(rng.IntN(256) - 128)
+		}
+		if blocks > 0 {
+			for i := range 256 {
+				a[i], b[i] = -128, -127
+			}
+			for i := range 16 {
+				scales[i] = -128
+			}
+		}
+		got, want := make([]int32, blocks), make([]int32, blocks)
+		dotK(a, b, scales, got)
+		dotKGeneric(a, b, scales, want)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("dotK %d blocks: block %d = %d, want %d", blocks, i, got[i], want[i])
+			}
+		}
+		x := make([]byte, 144*blocks)
+		for i := range x {
+			x[i] = byte(rng.Uint32())
+		}
+		q4kDot(x, b, scales, got)
+		q4kDotGeneric(x, b, scales, want)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("q4kDot %d blocks: block %d = %d, want %d", blocks, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestQuantizeActReuse checks that a converted input reused for another
+// kind never writes into the input it last aliased (F32 keeps the input
+// itself): a session's products reuse their conversions from call to call.
+func TestQuantizeActReuse(t *testing.T) {
+	x := []float32{0.1, 0.2, 0.3, 1e-3}
+	want := append([]float32(nil), x...)
+	var a qact
+	for _, kind := range []actKind{actF32, actF16, actF32, actBF16} {
+		if err := quantizeAct(kind, x, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range x {
+		if x[i] != want[i] {
+			t.Fatalf("input changed: %v, want %v", x, want)
+		}
+	}
+}
