@@ -15,8 +15,12 @@ import (
 // loads the tokenizer. An architecture verify/forward does not implement is
 // an error: the verification cannot say whether the file is right.
 func (v *verifier) checkStructure() error {
-	cfg, err := forward.ParseConfig(v.f)
 	arch := v.f.Architecture()
+	if arch == "clip" {
+		v.checkMMProj()
+		return nil
+	}
+	cfg, err := forward.ParseConfig(v.f)
 	switch {
 	case errors.Is(err, forward.ErrUnsupported) && recurrentArchs[arch] != "":
 		// Checked without verify/forward: the tokenizer, every tensor's
