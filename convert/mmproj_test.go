@@ -95,4 +95,14 @@ func TestMMProjErrors(t *testing.T) {
 	if err == nil {
 		t.Error("--mmproj with a llama-quantize preset: no error")
 	}
+	// A multimodal checkpoint whose projector is not converted: the error
+	// names the tower found and the projectors converted.
+	dir = filepath.Join(fixtures, "glm4v")
+	src = assemble(t, dir, loadFixture(t, dir), false)
+	_, err = Run(context.Background(), src, Options{OutType: "f16", MMProj: true, DryRun: true})
+	var unsup *arch.UnsupportedError
+	if !errors.As(err, &unsup) || !strings.Contains(err.Error(), `a vision tower of model_type "glm4v"`) ||
+		!strings.Contains(err.Error(), "Gemma3ForConditionalGeneration") {
+		t.Errorf("unconverted projector: %v", err)
+	}
 }
