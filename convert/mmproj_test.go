@@ -97,11 +97,11 @@ func TestMMProjErrors(t *testing.T) {
 	}
 	// A multimodal checkpoint whose projector is not converted: the error
 	// names the tower found and the projectors converted.
-	dir = filepath.Join(fixtures, "glm4v")
+	dir = filepath.Join(fixtures, "gemma4")
 	src = assemble(t, dir, loadFixture(t, dir), false)
 	_, err = Run(context.Background(), src, Options{OutType: "f16", MMProj: true, DryRun: true})
 	var unsup *arch.UnsupportedError
-	if !errors.As(err, &unsup) || !strings.Contains(err.Error(), `a vision tower of model_type "glm4v"`) ||
+	if !errors.As(err, &unsup) || !strings.Contains(err.Error(), `a vision tower of model_type "gemma4_vision"`) ||
 		!strings.Contains(err.Error(), "Gemma3ForConditionalGeneration") {
 		t.Errorf("unconverted projector: %v", err)
 	}
