@@ -65,6 +65,9 @@ var mmprojAliases = map[string]bool{
 	// LlavaVisionModel: Pixtral 12B's class, the same tower, projector and
 	// tensor names as Mistral 3's (the mistral3 fixture).
 	"LlavaForConditionalGeneration": true,
+	// SmolVLMModel: SmolVLM2's name of the class of the smolvlm fixture
+	// (Idefics3ForConditionalGeneration), the same tensors and keys.
+	"SmolVLMForConditionalGeneration": true,
 }
 
 // TestMMProjFileName checks the converter's default name: "mmproj-", the
