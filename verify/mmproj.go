@@ -84,6 +84,9 @@ var projectorRules = map[string]projectorRule{
 		tensors: []tensorRule{{"v.patch_embd.weight", []string{"P", "P", "", "E"}}, {"v.position_embd.weight", []string{"E", ""}},
 			{"v.post_ln.weight", []string{"E"}}, {"mm.input_norm.weight", []string{""}}, {"mm.1.weight", []string{"", ""}},
 			{"mm.2.weight", []string{"", "D"}}}},
+	"qwen2a": {what: "Qwen2-Audio: Whisper encoder, linear projector",
+		tensors: []tensorRule{{"a.conv1d.1.weight", []string{"", "", "E"}}, {"a.conv1d.2.weight", []string{"", "E", "E"}},
+			{"a.position_embd.weight", []string{"E", ""}}, {"a.post_ln.weight", []string{"E"}}, {"mm.a.fc.weight", []string{"E", "D"}}}},
 	"llama4": {what: "Llama 4: tower with a class embedding, pixel-shuffle MLP adapter, linear projector", ln2: "attn_post_norm",
 		tensors: []tensorRule{{"v.patch_embd.weight", []string{"", "E"}}, {"v.class_embd", []string{"E"}},
 			{"v.position_embd.weight", []string{"E", ""}}, {"v.pre_ln.weight", []string{"E"}}, {"v.post_ln.weight", []string{"E"}},
@@ -200,7 +203,10 @@ func (v *verifier) checkMMProj() {
 			"(known: %s); only the keys and values are checked", info.Projector, strings.Join(knownProjectors(), ", ")))
 		return
 	}
-	t := info.Vision
+	t, tower := info.Vision, "v"
+	if t == nil {
+		t, tower = info.Audio, "a"
+	}
 	if t == nil || len(probs) > 0 {
 		return
 	}
@@ -214,7 +220,7 @@ func (v *verifier) checkMMProj() {
 	sym := map[string]int64{"E": t.Embedding, "F": t.FeedForward, "D": t.ProjectionDim, "P": t.PatchSize, "M": t.Embedding * merge * merge}
 	want := slices.Clone(rule.tensors)
 	for i := range t.Blocks {
-		p := fmt.Sprintf("v.blk.%d.", i)
+		p := fmt.Sprintf("%s.blk.%d.", tower, i)
 		ln2 := cmp.Or(rule.ln2, "ln2")
 		want = append(want, tensorRule{p + "ln1.weight", []string{"E"}}, tensorRule{p + ln2 + ".weight", []string{"E"}},
 			tensorRule{p + "attn_out.weight", []string{"E", "E"}}, tensorRule{p + "ffn_up.weight", []string{"E", "F"}},
