@@ -8,6 +8,8 @@ import (
 
 // Qwen2-Audio's projector (WhisperEncoderModel, conversion/ultravox.py): a
 // Whisper encoder, its two input convolutions, and a linear projector.
+// Voxtral's (VoxtralWhisperEncoderModel) is the same with its own
+// projector type and stack factor written over.
 var qwen2Audio = &mmFamily{
 	audio:    true,
 	noVision: true,
@@ -51,6 +53,20 @@ var qwen2Audio = &mmFamily{
 	},
 }
 
+var voxtralAudio = func() *mmFamily {
+	f := *qwen2Audio
+	f.params = func(m *mmproj, k *kv) error {
+		if err := qwen2Audio.params(m, k); err != nil {
+			return err
+		}
+		k.l.Set(KeyProjectorType, gguf.String("voxtral"))
+		k.l.Set("clip.audio.projector.stack_factor", gguf.Uint32(4)) // intermediate_size / hidden_size
+		return nil
+	}
+	return &f
+}()
+
 func init() {
 	registerMM(qwen2Audio, "Qwen2AudioForConditionalGeneration")
+	registerMM(voxtralAudio, "VoxtralForConditionalGeneration")
 }
