@@ -68,6 +68,8 @@ var mmprojAliases = map[string]bool{
 	// SmolVLMModel: SmolVLM2's name of the class of the smolvlm fixture
 	// (Idefics3ForConditionalGeneration), the same tensors and keys.
 	"SmolVLMForConditionalGeneration": true,
+	// Qwen2VLVisionModel: the base model class of the qwen2vl fixture's.
+	"Qwen2VLModel": true,
 }
 
 // TestMMProjFileName checks the converter's default name: "mmproj-", the
