@@ -148,5 +148,5 @@ func splitConv3D(in Input, bid int) ([]Output, error) {
 }
 
 func init() {
-	registerMM(qwen2VLVision, "Qwen2_5_VLForConditionalGeneration")
+	registerMM(qwen2VLVision, "Qwen2VLForConditionalGeneration", "Qwen2VLModel", "Qwen2_5_VLForConditionalGeneration")
 }

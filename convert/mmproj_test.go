@@ -65,6 +65,11 @@ var mmprojAliases = map[string]bool{
 	// LlavaVisionModel: Pixtral 12B's class, the same tower, projector and
 	// tensor names as Mistral 3's (the mistral3 fixture).
 	"LlavaForConditionalGeneration": true,
+	// SmolVLMModel: SmolVLM2's name of the class of the smolvlm fixture
+	// (Idefics3ForConditionalGeneration), the same tensors and keys.
+	"SmolVLMForConditionalGeneration": true,
+	// Qwen2VLVisionModel: the base model class of the qwen2vl fixture's.
+	"Qwen2VLModel": true,
 }
 
 // TestMMProjFileName checks the converter's default name: "mmproj-", the
@@ -94,5 +99,15 @@ func TestMMProjErrors(t *testing.T) {
 	_, err = Run(context.Background(), src, Options{OutType: "Q4_K_M", MMProj: true, DryRun: true})
 	if err == nil {
 		t.Error("--mmproj with a llama-quantize preset: no error")
+	}
+	// A multimodal checkpoint whose projector is not converted: the error
+	// names the tower found and the projectors converted.
+	dir = filepath.Join(fixtures, "gemma4")
+	src = assemble(t, dir, loadFixture(t, dir), false)
+	_, err = Run(context.Background(), src, Options{OutType: "f16", MMProj: true, DryRun: true})
+	var unsup *arch.UnsupportedError
+	if !errors.As(err, &unsup) || !strings.Contains(err.Error(), `a vision tower of model_type "gemma4_vision"`) ||
+		!strings.Contains(err.Error(), "Gemma3ForConditionalGeneration") {
+		t.Errorf("unconverted projector: %v", err)
 	}
 }

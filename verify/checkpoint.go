@@ -25,7 +25,17 @@ type CheckpointReference struct {
 // PyTorch file, a cache entry, Meta's original layout) and opens it as a
 // Reference.
 func OpenCheckpoint(ctx context.Context, src string) (*CheckpointReference, error) {
-	p, err := convert.Plan(ctx, src, convert.Options{})
+	return openCheckpoint(ctx, src, convert.Options{})
+}
+
+// OpenMMProjCheckpoint is OpenCheckpoint for a multimodal projector: the
+// checkpoint's towers and projector as the --mmproj conversion maps them.
+func OpenMMProjCheckpoint(ctx context.Context, src string) (*CheckpointReference, error) {
+	return openCheckpoint(ctx, src, convert.Options{MMProj: true})
+}
+
+func openCheckpoint(ctx context.Context, src string, opts convert.Options) (*CheckpointReference, error) {
+	p, err := convert.Plan(ctx, src, opts)
 	if err != nil {
 		return nil, fmt.Errorf("verify: reference %s: %w", src, err)
 	}

@@ -16,6 +16,10 @@ import (
 // an error: the verification cannot say whether the file is right.
 func (v *verifier) checkStructure() error {
 	arch := v.f.Architecture()
+	if arch == "clip" {
+		v.checkMMProj()
+		return nil
+	}
 	if forward.IsEncoder(arch) {
 		// The encoder's loader names a missing or misshapen tensor when the
 		// forward pass loads it.

@@ -2,6 +2,10 @@
 
 Run with transformers 5.24.0 importable:
     python arch/gen/dump_config_defaults.py > arch/configdefaults.json
+    python arch/gen/dump_config_defaults.py siglip_vision_model pixtral smolvlm_vision idefics3_vision \
+        llama4_vision_model siglip2_vision_model qwen2_audio_encoder voxtral_encoder > arch/configdefaults_mm.json
+(the second: the vision and audio towers' own config classes, applied to a multimodal checkpoint's vision_config by the
+--mmproj conversion; the towers whose model_type is their model's are left out).
 
 llama.cpp's converter reads a model's hyperparameters as AutoConfig.from_pretrained(dir).to_dict()
 (conversion/base.py ModelBase.load_hparams), so a key that config.json leaves out has its config
@@ -49,6 +53,8 @@ def plain(v):
 
 
 def main():
+    global MODEL_TYPES
+    MODEL_TYPES = sys.argv[1:] or MODEL_TYPES
     base = {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
     out = {"source": "transformers %s models/<type>/configuration_<type>.py" % transformers.__version__,
            "model_types": {}}

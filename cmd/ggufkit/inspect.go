@@ -15,6 +15,7 @@ import (
 
 	"github.com/ggufkit/ggufkit/gguf"
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
+	"github.com/ggufkit/ggufkit/verify"
 )
 
 func inspectCommand() *cli.Command {
@@ -220,6 +221,10 @@ const inspectArrayPreview = 8
 func writeInspectText(w io.Writer, f *ggufread.File) error {
 	fmt.Fprintf(w, "%s: GGUF v%d, %s-endian, alignment %d, %d metadata pairs, %d tensors, data at offset %d\n\n",
 		f.Name, f.Version, byteOrderName(f), f.Alignment, len(f.KVs), len(f.Tensors), f.DataOffset)
+	if vf := verify.FromGGUF(f); vf.Architecture() == "clip" {
+		info, _ := verify.ReadMMProj(vf)
+		fmt.Fprintln(w, info.Describe())
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tTYPE\tVALUE")
 	for _, kv := range f.KVs {

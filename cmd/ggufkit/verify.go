@@ -67,7 +67,7 @@ func runVerify(c *cli.Context) error {
 	var ref verify.Reference
 	source := c.String("source")
 	if source != "" {
-		r, closeRef, err := openReference(c, source)
+		r, closeRef, err := openReference(c, source, f.Architecture() == "clip")
 		if err != nil {
 			return cannot(err)
 		}
@@ -106,8 +106,8 @@ func runVerify(c *cli.Context) error {
 
 // openReference opens --source: a GGUF file (or the first shard of a
 // gguf-split set) as it is, anything else as a checkpoint mapped through
-// the converter's plan (computed on demand).
-func openReference(c *cli.Context, path string) (verify.Reference, func(), error) {
+// the converter's plan (computed on demand), the projector's when mmproj.
+func openReference(c *cli.Context, path string, mmproj bool) (verify.Reference, func(), error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, fmt.Errorf("--source: %w", err)
 	}
@@ -118,7 +118,11 @@ func openReference(c *cli.Context, path string) (verify.Reference, func(), error
 		}
 		return verify.GGUFReference(f), func() { f.Close() }, nil
 	}
-	ref, err := verify.OpenCheckpoint(c.Context, path)
+	open := verify.OpenCheckpoint
+	if mmproj {
+		open = verify.OpenMMProjCheckpoint // the file is a projector: compare with the --mmproj mapping
+	}
+	ref, err := open(c.Context, path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--source: %w", err)
 	}
