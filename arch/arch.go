@@ -70,6 +70,10 @@ type Output struct {
 	// must hold only zeros (any other value is an error) and no tensor is
 	// written for it (Cohere2Model's biases).
 	DropIfZero bool
+	// DropIfEqual, when set, leaves the output out if its single source
+	// holds the same values as this input (torch.equal): MambaModel omits
+	// an output equal to the token embedding.
+	DropIfEqual *Input
 }
 
 // InputsExtra is implemented by a model whose generate_extra_tensors reads
@@ -153,6 +157,18 @@ type Constructor func(h HParams, dir string) (Model, error)
 
 var registry = map[string]Constructor{}
 
+// rawConfig holds the names registered with registerRaw.
+var rawConfig = map[string]bool{}
+
+// registerRaw is register for a model class whose hparams are config.json
+// as it is, not AutoConfig's dictionary (MambaModel, Mamba2Model).
+func registerRaw(c Constructor, names ...string) {
+	register(c, names...)
+	for _, n := range names {
+		rawConfig[n] = true
+	}
+}
+
 // register adds a constructor under every Hugging Face architecture name.
 func register(c Constructor, names ...string) {
 	for _, n := range names {
@@ -216,6 +232,18 @@ var refused = map[string]string{
 // (see autoConfig) are set as the converter sees them.
 func New(h HParams, dir string) (Model, error) {
 	v, present := h["architectures"]
+	if cfg, ok := h["ssm_cfg"].(map[string]any); (!present || v == nil) && ok {
+		// get_model_architecture: a mamba_ssm checkpoint without
+		// architectures is its ssm_cfg layer's "ForCausalLM" class.
+		layer, isStr := cfg["layer"].(string)
+		if _, has := cfg["layer"]; !has {
+			layer, isStr = "Mamba", true
+		}
+		if !isStr {
+			return nil, &ConfigError{Key: "ssm_cfg.layer", Value: cfg["layer"], Msg: "is not a layer name"}
+		}
+		v, present = []any{layer + "ForCausalLM"}, true
+	}
 	archs, isList := v.([]any)
 	switch {
 	case !present || v == nil:
@@ -230,6 +258,9 @@ func New(h HParams, dir string) (Model, error) {
 	c, ok := registry[name]
 	if !ok {
 		return nil, &UnsupportedError{Arch: name, Reason: refused[name]}
+	}
+	if rawConfig[name] {
+		return c(h, dir)
 	}
 	h, err := autoConfig(h)
 	if err != nil {

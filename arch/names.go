@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,12 @@ import (
 //
 //go:embed tensornames.json
 var tensorNamesJSON []byte
+
+// tensornames_clip.json is the same dump for the multimodal projector
+// architecture ("clip", gguf-py's MODEL_ARCH.MMPROJ).
+//
+//go:embed tensornames_clip.json
+var clipNamesJSON []byte
 
 type nameTables struct {
 	Archs map[string]struct {
@@ -33,7 +41,14 @@ var (
 
 func loadTables() (*nameTables, error) {
 	tablesOnce.Do(func() {
-		tablesErr = json.Unmarshal(tensorNamesJSON, &tables)
+		if tablesErr = json.Unmarshal(tensorNamesJSON, &tables); tablesErr != nil {
+			return
+		}
+		var clip nameTables
+		if tablesErr = json.Unmarshal(clipNamesJSON, &clip); tablesErr != nil {
+			return
+		}
+		maps.Copy(tables.Archs, clip.Archs)
 	})
 	return &tables, tablesErr
 }
@@ -76,6 +91,16 @@ type NameMap struct {
 	// whose Hugging Face stem has a "{bid}" component, under that stem.
 	global map[string]mapped
 	block  map[string]mapped
+	// inPart holds the block entries whose {bid} is inside a name part
+	// ("multi_modal_projector.linear_{bid}", the projectors' tables).
+	inPart []inPartEntry
+}
+
+// inPartEntry is a block entry with its Hugging Face stem split around
+// its {bid}.
+type inPartEntry struct {
+	before, after string
+	m             mapped
 }
 
 type mapped struct {
@@ -109,6 +134,9 @@ func NewNameMap(arch string, nBlocks int) (*NameMap, error) {
 	}
 	for _, e := range a.Map {
 		switch {
+		case strings.Contains(e[0], "{bid}") && !wholePartBid(e[0]):
+			before, after, _ := strings.Cut(e[0], "{bid}")
+			nm.inPart = append(nm.inPart, inPartEntry{before, after, mapped{Kind(e[1]), e[2]}})
 		case strings.Contains(e[0], "{bid}"):
 			nm.block[e[0]] = mapped{Kind(e[1]), e[2]}
 		case strings.Contains(e[2], "{bid}") && nm.nBlocks > 0:
@@ -139,8 +167,23 @@ func (nm *NameMap) get(key string) (mapped, bool) {
 		}
 		start = end + 1
 	}
+	for _, e := range nm.inPart {
+		if len(key) < len(e.before)+len(e.after) || !strings.HasPrefix(key, e.before) || !strings.HasSuffix(key, e.after) {
+			continue
+		}
+		part := key[len(e.before) : len(key)-len(e.after)]
+		if bid, ok := blockNumber(part); ok && bid < nm.nBlocks {
+			return mapped{e.m.kind, strings.ReplaceAll(e.m.name, "{bid}", part)}, true
+		}
+	}
 	r, ok := nm.global[key]
 	return r, ok
+}
+
+// wholePartBid reports whether the {bid} of a stem is a whole
+// dot-separated part.
+func wholePartBid(stem string) bool {
+	return slices.Contains(strings.Split(stem, "."), "{bid}")
 }
 
 // blockNumber parses a name part as a block number written as

@@ -78,6 +78,11 @@ type Options struct {
 	// OnStart is called once the output is planned, with the number of
 	// tensors and the bytes of tensor data to write.
 	OnStart func(tensors int, bytes int64)
+	// MMProj writes the multimodal projector of a vision or audio model
+	// instead of its text model (convert_hf_to_gguf.py --mmproj): its
+	// vision/audio towers and projector as a "clip" GGUF, named with an
+	// "mmproj-" prefix.
+	MMProj bool
 	// Hub sets how a model named "hf:ORG/NAME[@REVISION]" is read from the
 	// Hugging Face Hub (see readers/hub); its zero value reads the
 	// environment.
@@ -109,6 +114,13 @@ type Report struct {
 	Duration time.Duration
 	// Plan lists the output tensors in file order.
 	Plan []TensorReport
+}
+
+// IsConverterType reports whether outType is one of convert_hf_to_gguf.py's
+// own --outtype choices (not a llama-quantize preset or ggml type).
+func IsConverterType(outType string) bool {
+	_, ok := converterTypes[outType]
+	return ok
 }
 
 // converterTypes are convert_hf_to_gguf.py's --outtype choices.
@@ -157,10 +169,22 @@ func open(ctx context.Context, path string, opts Options) (*job, error) {
 		}
 	}
 	if isLegacy(m) {
+		if opts.MMProj {
+			m.Close()
+			return nil, fmt.Errorf("convert: %s: %w: Meta's original layout holds a text model only", m.Root, arch.ErrNoTower)
+		}
 		return openLegacy(m, opts)
 	}
 	j := &job{opts: opts, model: m, h: arch.HParams(m.Config.Params)}
-	if j.plugin, err = arch.New(j.h, m.Root); err != nil {
+	newModel := arch.New
+	if opts.MMProj {
+		if opts.VocabOnly {
+			m.Close()
+			return nil, fmt.Errorf("convert: --mmproj and --vocab-only: a projector has no vocabulary")
+		}
+		newModel = arch.NewMMProj
+	}
+	if j.plugin, err = newModel(j.h, m.Root); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("convert: %s: %w", m.Root, err)
 	}
@@ -200,8 +224,15 @@ func open(ctx context.Context, path string, opts Options) (*job, error) {
 			m.Close()
 			return nil, fmt.Errorf("convert: --outtype COPY has no meaning for a checkpoint")
 		}
+		if opts.MMProj {
+			m.Close()
+			return nil, fmt.Errorf("convert: --mmproj --outtype %q: a projector is written as f32, f16, bf16 or q8_0, as llama.cpp's converter writes it", outType)
+		}
 		j.target = &t
 		j.ft = gguf.FileTypeAllF32
+	}
+	if s, ok := j.plugin.(interface{ SetFileType(gguf.FileType) }); ok {
+		s.SetFileType(j.ft)
 	}
 	return j, nil
 }
@@ -314,7 +345,11 @@ func (j *job) kvs(meta []gguf.KV) ([]gguf.KV, error) {
 		}
 		l.Append(kvs...)
 	}
-	l.Set(gguf.KeyGeneralType, gguf.String("model"))
+	generalType := "model"
+	if t, ok := j.plugin.(interface{ GGUFType() string }); ok {
+		generalType = t.GGUFType()
+	}
+	l.Set(gguf.KeyGeneralType, gguf.String(generalType))
 	l.Append(meta...)
 	params, err := j.plugin.Params(j.ft)
 	if err != nil {
@@ -322,6 +357,9 @@ func (j *job) kvs(meta []gguf.KV) ([]gguf.KV, error) {
 	}
 	l.Append(params...)
 	l.Set(gguf.KeyGeneralQuantizationVersion, gguf.Uint32(gguf.QuantizationVersion))
+	if j.opts.MMProj {
+		return l.KVs(), nil
+	}
 	vocab, err := j.vocab()
 	if err != nil {
 		return nil, err
@@ -754,9 +792,12 @@ func (j *job) outputPath(meta *metadata.Metadata) (string, error) {
 	}
 	if st, err := os.Stat(out); (err == nil && st.IsDir()) || strings.HasSuffix(out, string(os.PathSeparator)) {
 		var name string
-		if j.opts.VocabOnly {
+		switch {
+		case j.opts.VocabOnly:
 			name = metadata.NamingConvention(meta.Name, meta.Basename, meta.Finetune, meta.Version, "", "", "vocab")
-		} else {
+		case j.opts.MMProj:
+			name = "mmproj-" + metadata.NamingConvention(meta.Name, meta.Basename, meta.Finetune, meta.Version, "", outputType, "")
+		default:
 			name = metadata.NamingConvention(meta.Name, meta.Basename, meta.Finetune, meta.Version, meta.SizeLabel, outputType, "")
 		}
 		return filepath.Join(out, name+".gguf"), nil

@@ -123,6 +123,15 @@ func planTensors(m arch.Model, src readers.Source, root string, ft gguf.FileType
 			}
 			continue
 		}
+		if o.DropIfEqual != nil {
+			eq, err := equalTensors(src, o.Sources[0], *o.DropIfEqual)
+			if err != nil {
+				return nil, err
+			}
+			if eq {
+				continue
+			}
+		}
 		if err := checkOutput(&o); err != nil {
 			if len(o.Sources) == 1 {
 				return nil, fmt.Errorf("tensor %q (from %q): %w", o.Name, o.Sources[0].Source, err)
@@ -168,6 +177,41 @@ func requireZero(src readers.Source, in arch.Input) error {
 		}
 	}
 	return nil
+}
+
+// equalTensors is torch.equal of two source tensors: the same shape and
+// the same values, compared a bounded number of rows at a time.
+func equalTensors(src readers.Source, a, b arch.Input) (bool, error) {
+	if !slices.Equal(a.Shape, b.Shape) {
+		return false, nil
+	}
+	rowLen := int64(1)
+	if len(a.Shape) > 0 {
+		rowLen = a.Shape[len(a.Shape)-1]
+	}
+	if rowLen <= 0 {
+		return true, nil
+	}
+	rows := numelOf(a.Shape) / rowLen
+	step := max(int64(1), (1<<16)/rowLen)
+	bufA := make([]float32, min(rows, step)*rowLen)
+	bufB := make([]float32, len(bufA))
+	for r := int64(0); r < rows; r += step {
+		n := min(step, rows-r)
+		da, db := bufA[:n*rowLen], bufB[:n*rowLen]
+		if err := src.ReadFloat32(context.Background(), a.Source, da, int(r), int(n)); err != nil {
+			return false, fmt.Errorf("tensor %q: %w", a.Source, err)
+		}
+		if err := src.ReadFloat32(context.Background(), b.Source, db, int(r), int(n)); err != nil {
+			return false, fmt.Errorf("tensor %q: %w", b.Source, err)
+		}
+		for i := range da {
+			if da[i] != db[i] {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 func numelOf(shape []int64) int64 {

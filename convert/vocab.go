@@ -27,6 +27,8 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabInternLM2:     load.InternLM2,
 	arch.VocabInternLM3:     load.InternLM3,
 	arch.VocabErnie4_5:      load.Ernie4_5,
+	arch.VocabXLMRoberta:    load.XLMRoberta,
+	arch.VocabRoberta:       load.Roberta,
 }
 
 // vocab returns the tokenizer metadata (set_vocab).
@@ -41,6 +43,11 @@ func (j *job) vocab() ([]gguf.KV, error) {
 		return nil, fmt.Errorf("convert: %s: %w", j.model.Root, err)
 	} else if ok {
 		opts.VocabSize = int(n)
+	}
+	if s, ok := j.plugin.(arch.VocabSizer); ok {
+		if n, ok := s.VocabSize(); ok {
+			opts.VocabSize = int(n)
+		}
 	}
 	if n, ok, err := j.h.Int("type_vocab_size"); err != nil {
 		return nil, fmt.Errorf("convert: %s: %w", j.model.Root, err)

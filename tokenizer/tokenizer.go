@@ -573,6 +573,14 @@ func (t *Tokenizer) NumTokens() int { return len(t.texts) }
 // Encode(text, t.AddBOS(), true) is what that tool prints by default.
 func (t *Tokenizer) AddBOS() bool { return t.addBOS }
 
+// AddEOS reports whether the vocabulary asks for an EOS token after the text
+// (llama_vocab_get_add_eos).
+func (t *Tokenizer) AddEOS() bool { return t.addEOS }
+
+// BOS is the beginning-of-sequence token id (llama_vocab_bos), -1 when the
+// vocabulary has none.
+func (t *Tokenizer) BOS() int { return t.special.bos }
+
 // Piece returns the text of a token as llama.cpp's llama_token_to_piece
 // renders it with special = true (what llama-tokenize prints): special and
 // user-defined tokens verbatim, SentencePiece "▁" as a space, GPT-2 byte

@@ -79,6 +79,7 @@ var testVocabs = []testVocab{
 	{name: "torchtune-m", file: "testdata/vocab/ggml-vocab-torchtune-m.gguf"},
 	{name: "bert-bge", file: "testdata/vocab/ggml-vocab-bert-bge.gguf.bz2"},
 	{name: "t5", file: "testdata/vocab/ggml-vocab-t5.gguf.bz2"},
+	{name: "xlmroberta", file: "testdata/vocab/ggml-vocab-xlmroberta.gguf.bz2"},
 	{name: "gpt-2", file: "testdata/vocab/ggml-vocab-gpt-2.gguf.bz2"},
 	{name: "starcoder", file: "testdata/vocab/ggml-vocab-starcoder.gguf.bz2"},
 	{name: "falcon", file: "testdata/vocab/ggml-vocab-falcon.gguf.bz2"},

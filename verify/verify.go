@@ -100,6 +100,8 @@ type Report struct {
 	Tensors []TensorResult
 	// Forward is the forward pass, nil when it did not run.
 	Forward *ForwardResult
+	// Encoder is an encoder's forward pass (arch bert) in Forward's place.
+	Encoder *EncoderResult
 }
 
 // ErrCannotRun wraps every error of Run: the verification could not be
@@ -112,8 +114,9 @@ type verifier struct {
 	opts Options
 	rep  *Report
 
-	cfg    *forward.Config      // nil when the metadata is unusable
-	tok    *tokenizer.Tokenizer // nil when the vocabulary does not load
+	cfg    *forward.Config        // nil when the metadata is unusable
+	enc    *forward.EncoderConfig // an encoder's, in cfg's place
+	tok    *tokenizer.Tokenizer   // nil when the vocabulary does not load
 	vocab  *tokenizer.Vocab
 	broken bool // a structural failure the forward pass cannot run with
 	// structureOnly is set for an architecture with recurrent blocks:
@@ -147,6 +150,9 @@ func (v *verifier) run(ctx context.Context) error {
 	}
 	if v.opts.SkipForward || v.broken || v.structureOnly {
 		return nil
+	}
+	if v.enc != nil {
+		return v.runEncoder(ctx)
 	}
 	return v.runForward(ctx)
 }

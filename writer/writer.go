@@ -65,7 +65,10 @@ type Writer struct {
 	path string
 	opts Options
 	tmp  *os.File
-	ctx  context.Context
+	// tmpName is the temporary file's name, "" while it has none (Linux's
+	// O_TMPFILE).
+	tmpName string
+	ctx     context.Context
 
 	mu         sync.Mutex
 	kvs        []gguf.KV
@@ -108,11 +111,12 @@ func Create(ctx context.Context, path string, opts Options) (*Writer, error) {
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".*.partial")
+	removeStale(ctx, dir, base)
+	tmp, tmpName, err := createTemp(dir, base)
 	if err != nil {
-		return nil, fmt.Errorf("writer: %w", err)
+		return nil, err
 	}
-	w := &Writer{path: path, opts: opts, tmp: tmp, ctx: ctx, kvIndex: map[string]int{}, byName: map[string]*tensor{}}
+	w := &Writer{path: path, opts: opts, tmp: tmp, tmpName: tmpName, ctx: ctx, kvIndex: map[string]int{}, byName: map[string]*tensor{}}
 	w.stopCtx = context.AfterFunc(ctx, func() { w.abort(fmt.Errorf("writer: %s: %w", path, context.Cause(ctx))) })
 	return w, nil
 }
@@ -399,11 +403,25 @@ func (w *Writer) Close() error {
 	if err := w.tmp.Chmod(0o644); err != nil {
 		return w.failLocked(fmt.Errorf("writer: %s: %w", w.path, err))
 	}
+	if w.tmpName == "" {
+		// An unnamed file is linked while its descriptor is open.
+		err := w.publish()
+		if cerr := w.tmp.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("writer: %s: %w", w.path, cerr)
+			os.Remove(w.path)
+		}
+		if err != nil {
+			w.err = err
+			return err
+		}
+		syncDir(filepath.Dir(w.path))
+		return nil
+	}
 	if err := w.tmp.Close(); err != nil {
 		return w.failLocked(fmt.Errorf("writer: %s: %w", w.path, err))
 	}
 	if err := w.publish(); err != nil {
-		os.Remove(w.tmp.Name())
+		os.Remove(w.tmpName)
 		w.err = err
 		return err
 	}
@@ -411,30 +429,40 @@ func (w *Writer) Close() error {
 	return nil
 }
 
-// publish moves the finished temporary file to the destination: a rename
-// when overwriting, otherwise a hard link (which fails if the destination
-// appeared meanwhile) followed by removing the temporary name.
+// publish moves the finished temporary file to the destination: an
+// unnamed one is linked in place (publishUnnamed), a named one moved by
+// publishFile.
 func (w *Writer) publish() error {
-	if w.opts.Overwrite {
-		if err := os.Rename(w.tmp.Name(), w.path); err != nil {
+	if w.tmpName == "" {
+		return w.publishUnnamed()
+	}
+	return publishFile(w.tmpName, w.path, w.opts.Overwrite)
+}
+
+// publishFile moves a finished temporary file to path: a rename when
+// overwriting, otherwise a hard link (which fails if the destination
+// appeared meanwhile) followed by removing the temporary name.
+func publishFile(tmp, path string, overwrite bool) error {
+	if overwrite {
+		if err := os.Rename(tmp, path); err != nil {
 			return fmt.Errorf("writer: %w", err)
 		}
 		return nil
 	}
-	if err := os.Link(w.tmp.Name(), w.path); err != nil {
+	if err := os.Link(tmp, path); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%w: %s", ErrExists, w.path)
+			return fmt.Errorf("%w: %s", ErrExists, path)
 		}
 		// Filesystems without hard links: fall back to a checked rename.
-		if _, statErr := os.Lstat(w.path); statErr == nil {
-			return fmt.Errorf("%w: %s", ErrExists, w.path)
+		if _, statErr := os.Lstat(path); statErr == nil {
+			return fmt.Errorf("%w: %s", ErrExists, path)
 		}
-		if err := os.Rename(w.tmp.Name(), w.path); err != nil {
+		if err := os.Rename(tmp, path); err != nil {
 			return fmt.Errorf("writer: %w", err)
 		}
 		return nil
 	}
-	return os.Remove(w.tmp.Name())
+	return os.Remove(tmp)
 }
 
 // Abort discards the output: the temporary file is removed and later calls
@@ -463,8 +491,41 @@ func (w *Writer) failLocked(err error) error {
 		w.stopCtx()
 	}
 	w.tmp.Close()
-	os.Remove(w.tmp.Name())
+	if w.tmpName != "" {
+		os.Remove(w.tmpName)
+	}
 	return err
+}
+
+// publishUnnamed links the unnamed temporary file at the destination:
+// directly when it must not exist, else under a temporary name renamed over
+// it.
+func (w *Writer) publishUnnamed() error {
+	if !w.opts.Overwrite {
+		if err := linkTemp(w.tmp, w.path); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("%w: %s", ErrExists, w.path)
+			}
+			return fmt.Errorf("writer: %w", err)
+		}
+		return nil
+	}
+	dir, base := filepath.Split(w.path)
+	for i := 0; ; i++ {
+		name := filepath.Join(dir, fmt.Sprintf(".%s.%d%d.partial", base, os.Getpid(), i))
+		err := linkTemp(w.tmp, name)
+		if errors.Is(err, os.ErrExist) && i < 100 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("writer: %w", err)
+		}
+		if err := os.Rename(name, w.path); err != nil {
+			os.Remove(name)
+			return fmt.Errorf("writer: %w", err)
+		}
+		return nil
+	}
 }
 
 func syncDir(dir string) {

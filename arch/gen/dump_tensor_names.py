@@ -2,6 +2,8 @@
 
 Run with llama.cpp's gguf-py (0.19.0, llama.cpp 0c1e570) importable:
     PYTHONPATH=<llama.cpp>/gguf-py python arch/gen/dump_tensor_names.py > arch/tensornames.json
+    PYTHONPATH=<llama.cpp>/gguf-py python arch/gen/dump_tensor_names.py clip > arch/tensornames_clip.json
+(the second, the multimodal projectors' table, is kept apart).
 
 For each GGUF architecture ggufkit supports, it writes the mapping from a
 Hugging Face tensor-name stem (without .weight/.bias; "{bid}" marks the block
@@ -26,6 +28,8 @@ ARCHS = ["llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "
          "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "modern-bert", "eurobert", "neo-bert", "t5",
          "t5encoder", "llama-embed", "mamba", "mamba2", "jamba", "granitehybrid", "nemotron_h", "falcon-h1", "rwkv6",
          "rwkv6qwen2", "rwkv7", "arwkv7", "kimi-linear"]
+
+ARCHS = sys.argv[1:] or ARCHS
 
 names = {v: k for k, v in gguf.MODEL_ARCH_NAMES.items()}
 out = {"source": "gguf-py 0.19.0 (llama.cpp 0c1e570) gguf/tensor_mapping.py, gguf/constants.py", "archs": {}}

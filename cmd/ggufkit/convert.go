@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/ggufkit/ggufkit/arch"
 	"github.com/ggufkit/ggufkit/convert"
+	"github.com/ggufkit/ggufkit/perplexity"
+	"github.com/ggufkit/ggufkit/quantize/imatrix"
 	"github.com/ggufkit/ggufkit/requantize"
 )
 
@@ -29,13 +32,19 @@ func convertCommand() *cli.Command {
 			"HTTP range requests without downloading them (HF_ENDPOINT, HF_TOKEN; files in the local HF cache are used). A folder in Meta's original layout (consolidated.NN.pth + params.json +\n" +
 			"tokenizer.model) is converted as convert_legacy_llama.py does. --outtype takes convert_hf_to_gguf.py's types (f32 f16 bf16 q8_0 tq1_0\n" +
 			"tq2_0 auto), any llama-quantize type (Q4_K_M, IQ4_XS …) or ggml type (ggml:Q5_K, MXFP4 …), quantized\n" +
-			"in one pass from the source with llama-quantize's mix rules.",
+			"in one pass from the source with llama-quantize's mix rules. --mmproj writes a vision or audio model's projector\n" +
+			"(llama-mtmd-cli -m model.gguf --mmproj mmproj-model.gguf) as convert_hf_to_gguf.py --mmproj does; --with-mmproj writes both.\n\n" +
+			"With --lora ADAPTER_DIR --base BASE (and no MODEL), a PEFT LoRA adapter (adapter_config.json +\n" +
+			"adapter_model.safetensors or .bin) is converted as convert_lora_to_gguf.py does, for the base model whose\n" +
+			"config.json BASE gives (its folder or the file); --outtype f32 (default), f16, bf16, q8_0 or auto.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "outtype", Value: "auto", Usage: "output `TYPE`"},
 			&cli.StringFlag{Name: "outfile", Usage: "output `PATH` (may contain {ftype}); default: the model folder, named by the GGUF naming convention"},
 			&cli.StringFlag{Name: "model-name", Usage: "general.name"},
 			&cli.StringFlag{Name: "metadata", Usage: "JSON `FILE` of general.* overrides"},
 			&cli.BoolFlag{Name: "vocab-only", Usage: "write only the metadata and the tokenizer"},
+			&cli.BoolFlag{Name: "mmproj", Usage: "write the multimodal projector (vision/audio towers, mmproj-*.gguf) instead of the text model"},
+			&cli.BoolFlag{Name: "with-mmproj", Usage: "write the text model and then its multimodal projector (mmproj- + the --outfile name; f16 when --outtype is a llama-quantize type)"},
 			&cli.StringFlag{Name: "tokenizer-pre", Usage: "BPE pre-tokenizer `NAME` (tokenizer.ggml.pre) instead of identifying it"},
 			&cli.IntFlag{Name: "split-max-tensors", Usage: "at most `N` tensors per shard"},
 			&cli.StringFlag{Name: "split-max-size", Value: "0", Usage: "at most `SIZE` bytes of tensors per shard (K, M, G: powers of 1000)"},
@@ -45,9 +54,14 @@ func convertCommand() *cli.Command {
 			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite an existing output file"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print a line per tensor"},
+			&cli.StringFlag{Name: "lora", Usage: "convert the PEFT LoRA adapter in `ADAPTER_DIR` instead of a model (needs --base)"},
+			&cli.StringFlag{Name: "base", Usage: "--lora: the base model's folder or its config.json (`BASE`); only the configuration is read"},
 			&cli.BoolFlag{Name: "list-architectures", Usage: "print the supported config.json architectures and exit"},
 			// llama-quantize's options, for a preset or ggml --outtype.
 			&cli.StringFlag{Name: "imatrix", Usage: "importance matrix `FILE` (GGUF or legacy .dat) for a quantized --outtype"},
+			&cli.StringFlag{Name: "imatrix-text", Usage: "compute the importance matrix for a quantized --outtype in the same run, from this calibration `TEXT` (the checkpoint is first converted to a temporary 16-bit GGUF and run over the text as ggufkit imatrix does)"},
+			&cli.IntFlag{Name: "imatrix-ctx", Value: 512, Usage: "--imatrix-text: chunk length in tokens (`N`)"},
+			&cli.IntFlag{Name: "imatrix-chunks", Value: -1, Usage: "--imatrix-text: process at most `N` chunks (-1: all)"},
 			&cli.StringSliceFlag{Name: "include-weights", Usage: "use imatrix entries only for tensors whose name contains `S`"},
 			&cli.StringSliceFlag{Name: "exclude-weights", Usage: "ignore imatrix entries for tensors whose name contains `S`"},
 			&cli.BoolFlag{Name: "pure", Usage: "quantized --outtype: every quantizable tensor gets the default type (no mix rules)"},
@@ -63,10 +77,20 @@ func convertCommand() *cli.Command {
 func runConvert(c *cli.Context) error {
 	w := c.App.Writer
 	if c.Bool("list-architectures") {
-		for _, a := range arch.Supported() {
+		list := arch.Supported
+		if c.Bool("mmproj") {
+			list = arch.SupportedMMProj
+		}
+		for _, a := range list() {
 			fmt.Fprintln(w, a)
 		}
 		return nil
+	}
+	if c.IsSet("lora") || c.IsSet("base") {
+		return runConvertLoRA(c)
+	}
+	if c.Bool("mmproj") && c.Bool("with-mmproj") {
+		return cli.Exit("convert: --mmproj writes the projector only, --with-mmproj both files: give one", 2)
 	}
 	if c.NArg() != 1 {
 		return cli.Exit("convert: expected one MODEL (a folder, a weights file, a Hugging Face cache entry or hf:ORG/NAME)", 2)
@@ -91,13 +115,50 @@ func runConvert(c *cli.Context) error {
 		DryRun:             c.Bool("dry-run"),
 		Threads:            c.Int("threads"),
 		Overwrite:          c.Bool("force"),
+		MMProj:             c.Bool("mmproj"),
 	}
 	qopts := requantize.Options{Pure: c.Bool("pure"), LeaveOutput: c.Bool("leave-output-tensor")}
 	if err := quantizeFlags(c, &qopts); err != nil {
 		return err
 	}
 	opts.Quantize = qopts
+	if text := c.String("imatrix-text"); text != "" {
+		if err := imatrixFromText(c, text, &opts); err != nil {
+			return err
+		}
+	}
 
+	if err := convertOne(c, opts); err != nil {
+		return err
+	}
+	if !c.Bool("with-mmproj") {
+		return nil
+	}
+	// The projector's tensors are the ones the text model left out: each
+	// checkpoint tensor is read by one of the two conversions.
+	opts.MMProj = true
+	if !slices.Contains([]string{"f32", "f16", "bf16", "q8_0", "auto"}, strings.ToLower(opts.OutType)) {
+		opts.OutType = "f16" // the projector has no llama-quantize types
+	}
+	if opts.OutFile != "" && !isDirArg(opts.OutFile) {
+		opts.OutFile = filepath.Join(filepath.Dir(opts.OutFile), "mmproj-"+filepath.Base(opts.OutFile))
+	}
+	return convertOne(c, opts)
+}
+
+// isDirArg tells whether an --outfile names a folder.
+func isDirArg(path string) bool {
+	if strings.HasSuffix(path, string(os.PathSeparator)) {
+		return true
+	}
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
+// convertOne runs one conversion with its progress display and prints its
+// summary.
+func convertOne(c *cli.Context, opts convert.Options) error {
+	w := c.App.Writer
 	verbose := c.Bool("verbose") || opts.DryRun
 	progress := newConvertProgress(c.App.ErrWriter, !c.Bool("quiet") && !verbose)
 	var mu sync.Mutex
@@ -161,15 +222,6 @@ func shapeString(shape []uint64) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// peakRSS is the process's peak resident set size in bytes (getrusage).
-func peakRSS() uint64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return uint64(ru.Maxrss) * 1024 // kilobytes on Linux
-}
-
 // convertProgress draws a progress bar of output bytes on a terminal.
 type convertProgress struct {
 	bar   *progressbar.ProgressBar
@@ -223,4 +275,64 @@ func (p *convertProgress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 	}
+}
+
+// imatrixFromText computes an importance matrix for opts's quantized
+// output from a calibration text: the checkpoint converted to a temporary
+// GGUF at its own precision (--outtype auto), run over the text as
+// ggufkit imatrix runs, the matrix then used as --imatrix would be.
+func imatrixFromText(c *cli.Context, text string, opts *convert.Options) error {
+	switch {
+	case c.String("imatrix") != "":
+		return cli.Exit("convert: --imatrix and --imatrix-text cannot be combined", 2)
+	case convert.IsConverterType(opts.OutType):
+		return cli.Exit(fmt.Sprintf("convert: --imatrix-text needs a quantized --outtype (a llama-quantize preset or ggml type), not %q", opts.OutType), 2)
+	case opts.DryRun || opts.VocabOnly || opts.MMProj:
+		return cli.Exit("convert: --imatrix-text cannot be combined with --dry-run, --vocab-only or --mmproj", 2)
+	case c.Int("imatrix-ctx") < 2:
+		return cli.Exit("convert: --imatrix-ctx must be at least 2", 2)
+	}
+	if _, err := os.Stat(text); err != nil {
+		return fmt.Errorf("convert: --imatrix-text: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "ggufkit-imatrix-")
+	if err != nil {
+		return fmt.Errorf("convert: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	stderr := c.App.ErrWriter
+	tmp := *opts
+	tmp.OutType, tmp.OutFile, tmp.Quantize = "auto", filepath.Join(dir, "model.gguf"), requantize.Options{}
+	tmp.SplitMaxTensors, tmp.SplitMaxSize, tmp.OnStart, tmp.OnTensor, tmp.Overwrite = 0, 0, nil, nil, false
+	fmt.Fprintf(stderr, "convert: converting to a temporary GGUF for the importance matrix\n")
+	if _, err := convert.Run(c.Context, c.Args().First(), tmp); err != nil {
+		return err
+	}
+	stats := imatrix.NewStats(c.Int("imatrix-ctx"))
+	run := imatrixRun{model: tmp.OutFile, text: text, nctx: c.Int("imatrix-ctx"), chunks: c.Int("imatrix-chunks"), threads: opts.Threads}
+	res, err := run.collect(c, stats, func(p perplexity.Progress) {
+		if p.Chunk == 1 {
+			printETA(c, p)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "convert: importance matrix of %d chunks (%d entries), text perplexity %.4f\n", stats.LastChunk, len(stats.Entries()), res.PPL)
+	path := filepath.Join(dir, "imatrix.gguf")
+	if err := stats.WriteGGUF(c.Context, path, false); err != nil {
+		return err
+	}
+	m, err := imatrix.Load(path)
+	if err != nil {
+		return err
+	}
+	m.Filter(c.StringSlice("include-weights"), c.StringSlice("exclude-weights"))
+	if err := m.CheckFinite(); err != nil {
+		return err
+	}
+	if len(m.Weights) > 0 {
+		opts.Quantize.IMatrix, opts.Quantize.IMatrixFile = m, text
+	}
+	return os.Remove(tmp.OutFile) // the quantized output may need the space
 }

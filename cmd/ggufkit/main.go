@@ -22,8 +22,9 @@ var version = "dev"
 
 // exitError carries an exit status other than 1 (e.g. verify's 2).
 type exitError struct {
-	code int
-	err  error
+	code   int
+	err    error
+	silent bool // the status says it all (diff's "different")
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -39,9 +40,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand: true,
 		Commands: []*cli.Command{
 			convertCommand(),
+			diffCommand(),
+			imatrixCommand(),
 			inspectCommand(),
 			mergeCommand(),
+			metaCommand(),
 			quantizeCommand(),
+			perplexityCommand(),
 			splitCommand(),
 			tokenizeCommand(),
 			verifyCommand(),
@@ -57,11 +62,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	var ee *exitError
+	if errors.As(err, &ee) && ee.silent {
+		return ee.code
+	}
 	fmt.Fprintf(stderr, "ggufkit: %v\n", err)
 	if errors.Is(err, writer.ErrExists) {
 		fmt.Fprintln(stderr, "ggufkit: add --force to replace it")
 	}
-	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
@@ -73,8 +81,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		signal.Stop(sigs) // a second signal kills at once
+		cancel(signalError{s})
+	}()
+	ctx = writer.WithStaleReporter(ctx, func(path string) {
+		fmt.Fprintf(os.Stderr, "ggufkit: removed %s, left behind by an interrupted run\n", path)
+	})
 	code := run(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(sigs)
+	var se signalError
+	if errors.As(context.Cause(ctx), &se) {
+		code = se.status()
+	}
 	os.Exit(code)
+}
+
+// signalError is the cause of a run stopped by SIGINT or SIGTERM.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+// status is the shell's exit status for a process ended by the signal:
+// 128 + its number (130 for SIGINT, 143 for SIGTERM).
+func (e signalError) status() int {
+	if n, ok := e.sig.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 1
 }

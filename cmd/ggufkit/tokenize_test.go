@@ -46,14 +46,19 @@ func TestTokenizeCommand(t *testing.T) {
 		args  []string
 		want  string
 	}{
-		{"text", "", []string{tokenizeVocab, "Hello world"}, "1 15043 3186\n"},
-		{"stdin byte for byte", "Hello world\n", []string{tokenizeVocab}, "1 15043 3186 13\n"},
-		{"empty stdin", "", []string{tokenizeVocab}, "1\n"},
-		{"empty text", "ignored", []string{tokenizeVocab, ""}, "1\n"},
-		{"no-bos", "", []string{"--no-bos", tokenizeVocab, "Hello world"}, "15043 3186\n"},
-		{"no-bos empty", "", []string{"--no-bos", tokenizeVocab, ""}, "\n"},
-		{"special text parsed", "", []string{tokenizeVocab, "<s>Hello</s> wörld"}, "1 1 15043 2 29871 281 1340 430\n"},
-		{"special text plain with no-bos", "", []string{"--no-bos", tokenizeVocab, "<s>Hello"}, "529 29879 29958 10994\n"},
+		{"text", "", []string{tokenizeVocab, "Hello world"}, "     1 -> '<s>'\n 15043 -> ' Hello'\n  3186 -> ' world'\n"},
+		{"plain", "", []string{"--plain", tokenizeVocab, "Hello world"}, "1 15043 3186\n"},
+		{"ids", "", []string{"--ids", "-m", tokenizeVocab, "-p", "Hello world"}, "[1, 15043, 3186]\n"},
+		{"stdin byte for byte", "Hello\\t world\n", []string{"--plain", "--no-escape", tokenizeVocab}, "1 15043 29905 29873 3186 13\n"},
+		{"stdin escapes", "Hello\\tworld", []string{"--plain", "--stdin", tokenizeVocab}, "1 15043 12 11526\n"},
+		{"empty stdin", "", []string{"--plain", tokenizeVocab}, "1\n"},
+		{"empty text", "ignored", []string{"--plain", tokenizeVocab, ""}, "1\n"},
+		{"no-bos", "", []string{"--plain", "--no-bos", tokenizeVocab, "Hello world"}, "15043 3186\n"},
+		{"no-bos empty", "", []string{"--plain", "--no-bos", tokenizeVocab, ""}, "\n"},
+		{"special text parsed", "", []string{"--plain", tokenizeVocab, "<s>Hello</s> wörld"}, "1 1 15043 2 29871 281 1340 430\n"},
+		{"special text parsed with no-bos", "", []string{"--plain", "--no-bos", tokenizeVocab, "<s>Hello"}, "1 15043\n"},
+		{"special text plain", "", []string{"--plain", "--no-bos", "--no-parse-special", tokenizeVocab, "<s>Hello"}, "529 29879 29958 10994\n"},
+		{"show-count", "", []string{"--ids", "--show-count", tokenizeVocab, "Hello"}, "[1, 15043]\nTotal number of tokens: 2\n"},
 		{"json", "", []string{"--json", tokenizeVocab, "<s>Hello</s> wörld"},
 			`{"ids":[1,1,15043,2,29871,281,1340,430],"pieces":["<s>","<s>"," Hello","</s>"," "," w","ör","ld"]}` + "\n"},
 		{"json empty", "", []string{"--json", "--no-bos", tokenizeVocab, ""}, `{"ids":[],"pieces":[]}` + "\n"},
@@ -90,11 +95,11 @@ func TestTokenizeCommandGolden(t *testing.T) {
 	plain, special, pieces := read("plain.out"), read("special.out"), read("pieces")
 	for _, i := range []int{0, 1, 9, 17, 27, 31, 40, 55, 60, 66, 70, 76, 80} {
 		t.Run(fmt.Sprintf("%03d", i), func(t *testing.T) {
-			out, errs, code := runTokenize(t, cases[i], "--no-bos", tokenizeVocab)
+			out, errs, code := runTokenize(t, cases[i], "--plain", "--no-bos", "--no-parse-special", "--no-escape", tokenizeVocab)
 			if code != 0 || out != plain[i]+"\n" {
 				t.Errorf("--no-bos: exit %d, stdout %.200q, stderr %q; llama-tokenize gives %.200q", code, out, errs, plain[i])
 			}
-			out, errs, code = runTokenize(t, cases[i], "--json", tokenizeVocab)
+			out, errs, code = runTokenize(t, cases[i], "--json", "--no-escape", tokenizeVocab)
 			if code != 0 {
 				t.Fatalf("--json: exit %d, stderr %q", code, errs)
 			}
@@ -131,8 +136,12 @@ func TestTokenizeCommandErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no arguments", nil, 2, "expected MODEL.gguf [TEXT]"},
-		{"three arguments", []string{tokenizeVocab, "a", "b"}, 2, "expected MODEL.gguf [TEXT]"},
+		{"no arguments", nil, 2, "expected [-m] MODEL.gguf [TEXT]"},
+		{"three arguments", []string{tokenizeVocab, "a", "b"}, 2, "expected [-m] MODEL.gguf [TEXT]"},
+		{"two texts", []string{"-p", "a", tokenizeVocab, "b"}, 2, "not both"},
+		{"empty -p", []string{"-p", "", tokenizeVocab}, 2, "-p is empty"},
+		{"two formats", []string{"--ids", "--json", tokenizeVocab, "b"}, 2, "exclude each other"},
+		{"missing text file", []string{"-f", "no-such.txt", tokenizeVocab}, 1, "no-such.txt"},
 		{"missing file", []string{"no-such.gguf", "a"}, 1, "no-such.gguf"},
 		{"not a GGUF", []string{"tokenize.go", "a"}, 1, "tokenize.go"},
 		{"GGUF without a vocabulary", []string{"../../testdata/gguf/kvtypes-le-v3.gguf", "a"}, 1, "tokenizer.ggml.model is missing"},

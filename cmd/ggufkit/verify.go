@@ -167,10 +167,25 @@ type verifyForwardJSON struct {
 	MatrixError      *jsonFloat `json:"matrix_error,omitempty"`
 }
 
+// verifyEncoderJSON is an encoder's forward pass (arch bert).
+type verifyEncoderJSON struct {
+	PromptIDs   []int      `json:"prompt_ids"`
+	Pooling     string     `json:"pooling"`
+	Pooled      []float32  `json:"pooled"`
+	RefPooling  string     `json:"source_pooling,omitempty"`
+	RefPooled   []float32  `json:"source_pooled,omitempty"`
+	Cosine      *jsonFloat `json:"cosine,omitempty"`
+	TokenCosine *jsonFloat `json:"token_cosine,omitempty"`
+	CosineLimit *jsonFloat `json:"cosine_limit,omitempty"`
+	RelError    *jsonFloat `json:"rel_error,omitempty"`
+	RelLimit    *jsonFloat `json:"rel_limit,omitempty"`
+}
+
 type verifyJSON struct {
 	OK       bool               `json:"ok"`
 	Tensors  []verifyTensorJSON `json:"tensors"`
 	Forward  *verifyForwardJSON `json:"forward"`
+	Encoder  *verifyEncoderJSON `json:"encoder,omitempty"`
 	Arch     string             `json:"arch"`
 	Problems []string           `json:"problems"`
 	Warnings []string           `json:"warnings"`
@@ -208,6 +223,15 @@ func writeVerifyJSON(w io.Writer, rep *verify.Report) error {
 			fj.NoiseKL, fj.MatrixError = ptr(jsonFloat(fw.NoiseKL)), ptr(jsonFloat(fw.MatrixError))
 		}
 		out.Forward = fj
+	}
+	if en := rep.Encoder; en != nil {
+		ej := &verifyEncoderJSON{PromptIDs: nonNil(en.PromptIDs), Pooling: en.Pooling.String(), Pooled: en.Pooled}
+		if rep.HasReference {
+			ej.RefPooling, ej.RefPooled = en.RefPooling.String(), en.RefPooled
+			ej.Cosine, ej.TokenCosine, ej.CosineLimit = ptr(jsonFloat(en.Cosine)), ptr(jsonFloat(en.TokenCosine)), ptr(jsonFloat(en.CosineLimit))
+			ej.RelError, ej.RelLimit = ptr(jsonFloat(en.RelError)), ptr(jsonFloat(en.RelLimit))
+		}
+		out.Encoder = ej
 	}
 	e := json.NewEncoder(w)
 	e.SetEscapeHTML(false)
@@ -261,6 +285,14 @@ func writeVerifyText(w io.Writer, path, source string, rep *verify.Report, took 
 		fmt.Fprintf(w, "  greedy:        %v\n                 %q\n", fw.GreedyIDs, fw.GreedyText)
 		if rep.HasReference {
 			fmt.Fprintf(w, "  source greedy: %v\n                 %q\n", fw.SourceGreedyIDs, fw.SourceGreedyText)
+		}
+	}
+	if en := rep.Encoder; en != nil {
+		fmt.Fprintf(w, "\nencoder: prompt of %d tokens %v, %s pooling\n", len(en.PromptIDs), en.PromptIDs, en.Pooling)
+		if rep.HasReference {
+			fmt.Fprintf(w, "  cosine with the source: pooled %.7f, last hidden states at least %.7f (limit %.7f for a matrix error of %.3g)\n",
+				en.Cosine, en.TokenCosine, en.CosineLimit, en.MatrixError)
+			fmt.Fprintf(w, "  pooled relative error %.3g (limit %.3g)\n", en.RelError, en.RelLimit)
 		}
 	}
 	if len(rep.Warnings) > 0 {

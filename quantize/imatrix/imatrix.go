@@ -1,8 +1,9 @@
-// Package imatrix reads importance matrices — llama-imatrix's per-column
-// statistics that the quantizers use as weights — in both formats
-// llama-quantize accepts: GGUF (general.type "imatrix", tensors
+// Package imatrix reads and writes importance matrices — llama-imatrix's
+// per-column statistics that the quantizers use as weights — in both
+// formats llama-quantize accepts: GGUF (general.type "imatrix", tensors
 // <name>.in_sum2 and <name>.counts) and the legacy .dat file
-// (common/imatrix-loader.cpp of llama.cpp 0c1e570).
+// (common/imatrix-loader.cpp of llama.cpp 0c1e570), and collects them
+// (Stats) as llama-imatrix does.
 package imatrix
 
 import (
@@ -166,10 +167,43 @@ func f32s(f *ggufread.File, name string) ([]float32, error) {
 	return out, nil
 }
 
-// parseLegacy reads the .dat format: i32 entry count; per entry an i32 name
-// length, the name, i32 ncall, i32 nval, nval float32 (each stored as the
-// mean times ncall); optionally i32 chunk count, i32 length, dataset name.
+// legacyRaw is a .dat file as stored: per entry the values (each sum's
+// mean times ncall) and, as its only count, ncall.
+type legacyRaw struct {
+	sums       map[string][]float32
+	counts     map[string][]int64
+	datasets   []string
+	chunkCount int
+}
+
+// parseLegacy reads the .dat format into the quantizers' weights: each
+// value divided by its entry's ncall.
 func parseLegacy(data []byte, path string) (*Matrix, error) {
+	raw, err := parseLegacyRaw(data, path)
+	if err != nil {
+		return nil, err
+	}
+	m := &Matrix{Weights: make(map[string][]float32, len(raw.sums)), Legacy: true, Datasets: raw.datasets, ChunkCount: raw.chunkCount}
+	for name, sums := range raw.sums {
+		ncall := raw.counts[name][0]
+		w := make([]float32, len(sums))
+		for j, s := range sums {
+			if ncall > 0 {
+				w[j] = s / float32(ncall)
+			} else {
+				w[j] = s
+			}
+		}
+		m.Weights[name] = w
+	}
+	return m, nil
+}
+
+// parseLegacyRaw reads the .dat format: i32 entry count; per entry an i32
+// name length, the name, i32 ncall, i32 nval, nval float32 (each stored as
+// the mean times ncall); optionally i32 chunk count, i32 length, dataset
+// name.
+func parseLegacyRaw(data []byte, path string) (*legacyRaw, error) {
 	r := bytes.NewReader(data)
 	bad := func(format string, args ...any) error {
 		off := len(data) - r.Len()
@@ -186,7 +220,7 @@ func parseLegacy(data []byte, path string) (*Matrix, error) {
 	if int64(n) > int64(len(data))/16 {
 		return nil, bad("%d entries cannot fit in %d bytes", n, len(data))
 	}
-	m := &Matrix{Weights: make(map[string][]float32, n), Legacy: true}
+	m := &legacyRaw{sums: make(map[string][]float32, n), counts: make(map[string][]int64, n)}
 	for i := range int(n) {
 		l, ok := i32()
 		if !ok || l < 0 || int64(l) > int64(r.Len()) {
@@ -205,26 +239,19 @@ func parseLegacy(data []byte, path string) (*Matrix, error) {
 		}
 		sums := make([]float32, nval)
 		binary.Read(r, binary.LittleEndian, sums)
-		w := make([]float32, nval)
-		for j, s := range sums {
-			if ncall > 0 {
-				w[j] = s / float32(ncall)
-			} else {
-				w[j] = s
-			}
-		}
-		m.Weights[string(name)] = w
+		m.sums[string(name)] = sums
+		m.counts[string(name)] = []int64{int64(ncall)}
 	}
 	if r.Len() > 0 {
 		if c, ok := i32(); ok {
-			m.ChunkCount = int(c)
+			m.chunkCount = int(c)
 			if l, ok := i32(); ok && l > 0 && int64(l) <= int64(r.Len()) {
 				ds := make([]byte, l)
 				io.ReadFull(r, ds)
 				if z := bytes.IndexByte(ds, 0); z >= 0 {
 					ds = ds[:z]
 				}
-				m.Datasets = append(m.Datasets, string(ds))
+				m.datasets = append(m.datasets, string(ds))
 			}
 		}
 	}

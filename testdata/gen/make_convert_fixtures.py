@@ -1170,7 +1170,10 @@ def install_tokenizers(shared, out):
         dst = os.path.join(out, "tokenizers", name)
         os.makedirs(dst, exist_ok=True)
         for f in spec["files"]:
-            shutil.copyfile(os.path.join(shared, spec["from"], f), os.path.join(dst, f))
+            shutil.copyfile(os.path.join(shared, spec["from"], f),
+                            os.path.join(dst, spec.get("rename", {}).get(f, f)))
+        for f, obj in spec.get("write", {}).items():
+            write_json(os.path.join(dst, f), obj)
     bert = os.path.join(out, "tokenizers", "bert-base-uncased")
     write_json(os.path.join(bert, "tokenizer_config.json"), BERT_TOKENIZER_CONFIG)
     write_json(os.path.join(bert, "special_tokens_map.json"), BERT_SPECIAL_TOKENS_MAP)
@@ -1184,7 +1187,7 @@ def fixture_files(out, name):
     for dirpath, _, fnames in os.walk(root):
         for fn in fnames:
             rel = os.path.relpath(os.path.join(dirpath, fn), root)
-            if rel in skip or rel.startswith("expected-") or rel.startswith("pytorch" + os.sep):
+            if rel in skip or rel.startswith(("expected-", "pytorch" + os.sep, "mmproj" + os.sep)):
                 continue
             files.append(rel)
     return sorted(files)
@@ -1220,6 +1223,9 @@ def check_prompt(tokdir, tok):
         import sentencepiece as spm
         sp = spm.SentencePieceProcessor(model_file=os.path.join(tokdir, "tokenizer.model"))
         ids = [sp.bos_id()] + sp.encode(p["text"])
+    elif tok == "xlmr":
+        from transformers import XLMRobertaTokenizer
+        ids = XLMRobertaTokenizer.from_pretrained(tokdir)(p["text"]).input_ids
     elif tok == "gpt2":
         from tokenizers import Tokenizer
         ids = Tokenizer.from_file(os.path.join(tokdir, "tokenizer.json")).encode(p["text"]).ids
@@ -1307,9 +1313,14 @@ def write_logits(out, name):
         model.eval()
         ids = torch.tensor([prompt["ids"]])
         res = model(input_ids=ids)
+        if spec.get("encoder"):
+            hidden = model(input_ids=ids, output_hidden_states=True).hidden_states[-1][0]
     if spec["cls"] == "BertModel":
         kind = "last_hidden_state"
         full = res.last_hidden_state[0].float().numpy()
+    elif spec.get("encoder"):
+        kind = "last_hidden_state"
+        full = hidden.float().numpy()
     else:
         kind = "logits"
         full = res.logits[0].float().numpy()
@@ -1337,6 +1348,16 @@ def write_logits(out, name):
         top.append({"ids": [int(i) for i in idx], "values": [float(row[i]) for i in idx]})
     info["top5"] = top
     info["max_abs"] = float(np.abs(full).max())
+    if spec.get("encoder"):
+        # The pooled embedding (sentence-transformers pooling) or a classifier's scores, for verify.
+        pool = spec["encoder"]
+        info["pooling"] = pool
+        if pool == "cls":
+            info["pooled"] = [float(v) for v in full[0]]
+        elif pool == "mean":
+            info["pooled"] = [float(v) for v in full.astype(np.float64).mean(axis=0).astype(np.float32)]
+        elif pool == "rank":
+            info["pooled"] = [float(v) for v in res.logits[0].float().numpy()]
     info["computed_with"] = OrderedDict([
         ("transformers", transformers.__version__), ("torch", torch.__version__),
         ("load", "%s.from_pretrained(folder, dtype=torch.float32, attn_implementation='eager')" % spec["cls"]),

@@ -679,7 +679,7 @@ var archs = map[string]*archInfo{
 }
 
 func archNames() string {
-	names := []string{"gemma4"} // gemma4.go
+	names := []string{"gemma4", "mamba", "mamba2"} // gemma4.go, ssm.go
 	for n := range archs {
 		names = append(names, n)
 	}
@@ -1441,6 +1441,9 @@ type TensorSpec struct {
 func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 	if c.g4 != nil {
 		return c.gemma4Tensors(present)
+	}
+	if c.ssm != nil {
+		return c.ssmTensors()
 	}
 	var out []TensorSpec
 	add := func(name string, optional bool, dims ...dim) {

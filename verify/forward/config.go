@@ -149,6 +149,8 @@ type Config struct {
 	g4 *gemma4Config
 	// g3n holds gemma3n's AltUp, LAuReL and per-layer sizes (gemma3n.go).
 	g3n *gemma3nConfig
+	// ssm holds mamba's and mamba2's state-space sizes (ssm.go).
+	ssm *ssmConfig
 }
 
 // kvReader reads keys with llama.cpp's type rules (llama_model_loader::get_key
@@ -288,6 +290,9 @@ func ParseConfig(md Metadata) (*Config, error) {
 	}
 	if r.arch == "gemma4" {
 		return parseGemma4(r)
+	}
+	if ssmArch(r.arch) {
+		return parseSSM(r)
 	}
 	a, ok := archs[r.arch]
 	if !ok {

@@ -245,7 +245,7 @@ func loadGemma4(cfg *Config, w Weights, threads int) (*Model, error) {
 		if t == nil {
 			return nil
 		}
-		return &matrix{name: name, t: t, cols: int(shape[0]), rows: int(shape[1])}
+		return &matrix{name: name, tensor: name, expert: -1, t: t, cols: int(shape[0]), rows: int(shape[1])}
 	}
 	vec := func(name string, n int64, optional bool) []float32 {
 		t := get(name, []int64{n}, optional)
@@ -311,8 +311,8 @@ func loadGemma4(cfg *Config, w Weights, threads int) (*Model, error) {
 					if gu == nil || dn == nil {
 						break
 					}
-					ly.gateUpExps = append(ly.gateUpExps, &matrix{name: fmt.Sprintf("%s[%d]", b("ffn_gate_up_exps.weight"), e), t: gu, cols: int(E), rows: int(2 * fe), off: e * int(2*fe)})
-					ly.downExps = append(ly.downExps, &matrix{name: fmt.Sprintf("%s[%d]", b("ffn_down_exps.weight"), e), t: dn, cols: int(fe), rows: int(E), off: e * int(E)})
+					ly.gateUpExps = append(ly.gateUpExps, &matrix{name: fmt.Sprintf("%s[%d]", b("ffn_gate_up_exps.weight"), e), tensor: b("ffn_gate_up_exps.weight"), expert: e, experts: cfg.Experts, t: gu, cols: int(E), rows: int(2 * fe), off: e * int(2*fe)})
+					ly.downExps = append(ly.downExps, &matrix{name: fmt.Sprintf("%s[%d]", b("ffn_down_exps.weight"), e), tensor: b("ffn_down_exps.weight"), expert: e, experts: cfg.Experts, t: dn, cols: int(fe), rows: int(E), off: e * int(E)})
 				}
 			}
 		}
@@ -544,8 +544,13 @@ func (s *Session) gemmaAttention(ctx context.Context, il int, a gemmaAttn, h [][
 				rmsNormPlain(vs, vs, c.NormEps)
 			}
 			ropeHeads(k[t], kvh, s.n+t)
-			copy(s.k[il][(s.n+t)*kvh*hd:], k[t])
-			copy(s.v[il][(s.n+t)*kvh*hd:], v[t])
+			kd, vd := s.k[il][(s.n+t)*kvh*hd:][:len(k[t])], s.v[il][(s.n+t)*kvh*hd:][:len(v[t])]
+			copy(kd, k[t])
+			copy(vd, v[t])
+			if s.m.kvF16 {
+				roundFP16(kd)
+				roundFP16(vd)
+			}
 		}
 	}
 	att := rows(T, c.Heads*hd)

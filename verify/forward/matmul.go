@@ -10,10 +10,14 @@ import (
 // matrix is a weight of rows × cols (ggml ne1 × ne0) read through a Tensor,
 // from row off on (one expert of a stacked ne2 tensor).
 type matrix struct {
-	name       string
-	t          Tensor
-	rows, cols int
-	off        int
+	name string
+	// tensor is the GGUF tensor; expert the matrix's index in a stacked
+	// tensor of experts experts (−1 and 0 for a plain matrix).
+	tensor          string
+	expert, experts int
+	t               Tensor
+	rows, cols      int
+	off             int
 }
 
 // chunkFloats is how many weight values a worker decodes at a time: large
@@ -70,6 +74,11 @@ func parallel(ctx context.Context, threads, n int, fn func(worker, i int) error)
 // a chunk of rows is unpacked once and applied to every input, so a batch
 // of tokens costs one pass over the weights.
 func (s *Session) mul(ctx context.Context, w *matrix, bias []float32, x, out [][]float32) error {
+	if s.m.observe != nil && w.tensor != "" {
+		if err := s.m.observe(w.tensor, w.expert, w.experts, x); err != nil {
+			return err
+		}
+	}
 	done := false
 	if bt, ok := w.t.(blockTensor); ok {
 		if k := vecKernels[bt.blockType()]; k != nil && w.cols%k.block == 0 {

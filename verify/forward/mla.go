@@ -44,8 +44,13 @@ func (s *Session) mlaAttention(ctx context.Context, il int, ly *layer, h [][]flo
 		kv := kva[t]
 		rmsNorm(kv[:rank], kv[:rank], ly.kvANorm, c.NormEps)
 		rope(kv[rank:], cache, nRot, c.rope)
-		copy(s.k[il][(s.n+t)*c.kvDimK():], kv)
-		copy(s.v[il][(s.n+t)*c.kvDimV():], kv[:rank])
+		kd, vd := s.k[il][(s.n+t)*c.kvDimK():][:len(kv)], s.v[il][(s.n+t)*c.kvDimV():][:rank]
+		copy(kd, kv)
+		copy(vd, kv[:rank])
+		if s.m.kvF16 {
+			roundFP16(kd)
+			roundFP16(vd)
+		}
 		for hd := 0; hd < c.Heads; hd++ {
 			qh := q[t][hd*kMLA : (hd+1)*kMLA]
 			rope(qh[nope:], cache, nRot, c.rope)

@@ -13,6 +13,17 @@ type Options struct {
 	// Threads is the number of goroutines for matrix products and attention;
 	// 0 means runtime.NumCPU().
 	Threads int
+	// Observe, when set, sees the input rows of every matrix product before
+	// it runs (what llama-imatrix's graph callback sees of src1): the
+	// weight's GGUF name, and for one expert of a stacked expert tensor its
+	// index and the expert count (expert −1, experts 0 for a plain matrix).
+	// It is called from one goroutine at a time and must not keep x.
+	Observe func(tensor string, expert, experts int, x [][]float32) error
+	// KVCacheF16 keeps keys and values rounded to fp16, as llama.cpp's
+	// default cache does (its CPU flash-attention kernel then works in
+	// float32 on prompt batches, as attention here does). Off, the cache is
+	// float32 (what verify compares with transformers).
+	KVCacheF16 bool
 }
 
 // Model is a loaded model: its configuration, its small vectors (norms,
@@ -21,6 +32,8 @@ type Options struct {
 type Model struct {
 	cfg     *Config
 	threads int
+	observe func(tensor string, expert, experts int, x [][]float32) error
+	kvF16   bool
 
 	tokEmbd, posEmbd   Tensor
 	outNorm, outNormB  []float32
@@ -33,6 +46,8 @@ type Model struct {
 	g4 *gemma4Weights
 	// g3n holds gemma3n's weights beyond layers (gemma3n.go).
 	g3n *gemma3nWeights
+	// ssm holds mamba's and mamba2's blocks (ssm.go) instead of layers.
+	ssm []ssmLayer
 }
 
 // layer holds one block's weights; nil means the model has no such tensor.
@@ -133,7 +148,7 @@ func (l *loader) experts(name string) ([]*matrix, error) {
 	}
 	out := make([]*matrix, s[2])
 	for e := range out {
-		out[e] = &matrix{name: fmt.Sprintf("%s[%d]", name, e), t: t, cols: int(s[0]), rows: int(s[1]), off: e * int(s[1])}
+		out[e] = &matrix{name: fmt.Sprintf("%s[%d]", name, e), tensor: name, expert: e, experts: len(out), t: t, cols: int(s[0]), rows: int(s[1]), off: e * int(s[1])}
 	}
 	return out, nil
 }
@@ -144,7 +159,7 @@ func (l *loader) mat(name string) (*matrix, error) {
 		return nil, err
 	}
 	s := t.Shape()
-	return &matrix{name: name, t: t, cols: int(s[0]), rows: int(s[1])}, nil
+	return &matrix{name: name, tensor: name, expert: -1, t: t, cols: int(s[0]), rows: int(s[1])}, nil
 }
 
 // Load checks weights against the tensors cfg expects (every required one
@@ -156,13 +171,20 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		threads = runtime.NumCPU()
 	}
 	if cfg.g4 != nil {
-		return loadGemma4(cfg, w, threads)
+		m, err := loadGemma4(cfg, w, threads)
+		if m != nil {
+			m.observe, m.kvF16 = opts.Observe, opts.KVCacheF16
+		}
+		return m, err
+	}
+	if cfg.ssm != nil {
+		return loadSSM(cfg, w, threads)
 	}
 	l := &loader{w: w, specs: map[string]TensorSpec{}}
 	for _, s := range cfg.ExpectedTensors(func(name string) bool { _, ok := w.Tensor(name); return ok }) {
 		l.specs[s.Name] = s
 	}
-	m := &Model{cfg: cfg, threads: threads}
+	m := &Model{cfg: cfg, threads: threads, observe: opts.Observe, kvF16: opts.KVCacheF16}
 	var err error
 	set := func(dst any, name string) {
 		if err != nil {

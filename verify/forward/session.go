@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"fmt"
+	"github.com/ggufkit/ggufkit/quantize"
 	"math"
 	"slices"
 )
@@ -21,11 +22,18 @@ type Session struct {
 	factors  []float32   // RoPE frequency factors in use, or nil
 	bufs     [][]float32 // per-worker scratch
 	mm       mulScratch  // the products' unpacked rows and converted inputs (matmul.go)
+	ssm      *ssmState   // the recurrent state of mamba and mamba2 (ssm.go)
 }
 
 // NewSession prepares a session for up to capacity tokens.
 func (m *Model) NewSession(capacity int) (*Session, error) {
 	c := m.cfg
+	if c.ssm != nil {
+		if capacity <= 0 {
+			return nil, fmt.Errorf("%w: context of %d tokens", ErrUnsupported, capacity)
+		}
+		return &Session{m: m, capacity: capacity, ssm: newSSMState(c)}, nil
+	}
 	// kvWidth is a layer's key and value widths (gemma4's differ by layer).
 	kvWidth := func(il int) (int, int) { return c.kvDimK(), c.kvDimV() }
 	if c.g4 != nil {
@@ -67,6 +75,9 @@ func (s *Session) Len() int { return s.n }
 func (s *Session) Truncate(n int) {
 	if n >= 0 && n < s.n {
 		s.n = n
+		if s.ssm != nil {
+			s.ssm.stale = true
+		}
 	}
 }
 
@@ -132,6 +143,10 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 	switch {
 	case m.g4 != nil:
 		if err := s.evalGemma4(ctx, tokens, x); err != nil {
+			return nil, err
+		}
+	case m.ssm != nil:
+		if err := s.evalSSM(ctx, tokens, x); err != nil {
 			return nil, err
 		}
 	case m.g3n != nil:
@@ -342,10 +357,7 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 			}
 		}
 	}
-	for t := range k {
-		copy(s.k[il][(s.n+t)*c.kvDimK():], k[t])
-		copy(s.v[il][(s.n+t)*c.kvDimV():], v[t])
-	}
+	s.storeKV(il, k, v)
 	att := rows(T, c.outDimV())
 	if err := s.attention(ctx, il, q, att); err != nil {
 		return nil, err
@@ -503,6 +515,30 @@ func (s *Session) ffn(ctx context.Context, ly *layer, h, out [][]float32) error 
 		}
 	}
 	return s.mul(ctx, ly.down, ly.bDown, act, out)
+}
+
+// storeKV writes the keys and values of the tokens from position s.n on
+// into layer il's cache, rounded to fp16 when the model keeps an fp16
+// cache (Options.KVCacheF16).
+func (s *Session) storeKV(il int, k, v [][]float32) {
+	c := s.m.cfg
+	for t := range k {
+		kd := s.k[il][(s.n+t)*c.kvDimK():][:len(k[t])]
+		vd := s.v[il][(s.n+t)*c.kvDimV():][:len(v[t])]
+		copy(kd, k[t])
+		copy(vd, v[t])
+		if s.m.kvF16 {
+			roundFP16(kd)
+			roundFP16(vd)
+		}
+	}
+}
+
+// roundFP16 rounds every value to the nearest fp16 value.
+func roundFP16(x []float32) {
+	for i, v := range x {
+		x[i] = quantize.FP16ToFP32(quantize.FP32ToFP16(v))
+	}
 }
 
 // attention is build_attn_mha without flash attention: for each token and

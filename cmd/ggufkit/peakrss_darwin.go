@@ -1,0 +1,15 @@
+//go:build darwin || ios
+
+package main
+
+import "syscall"
+
+// peakRSS is the process's peak resident set size in bytes (getrusage;
+// Darwin counts ru_maxrss in bytes).
+func peakRSS() uint64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return uint64(ru.Maxrss)
+}

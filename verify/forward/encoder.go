@@ -1,0 +1,415 @@
+package forward
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/ggufkit/ggufkit/gguf"
+)
+
+// Pooling is llama.cpp's llama_pooling_type: how an encoder's hidden states
+// become one output.
+type Pooling int
+
+// The pooling types ({arch}.pooling_type; rank runs the classifier head).
+const (
+	PoolingUnspecified Pooling = -1
+	PoolingNone        Pooling = 0
+	PoolingMean        Pooling = 1
+	PoolingCLS         Pooling = 2
+	PoolingLast        Pooling = 3
+	PoolingRank        Pooling = 4
+)
+
+func (p Pooling) String() string {
+	switch p {
+	case PoolingUnspecified:
+		return "unspecified"
+	case PoolingNone:
+		return "none"
+	case PoolingMean:
+		return "mean"
+	case PoolingCLS:
+		return "cls"
+	case PoolingLast:
+		return "last"
+	case PoolingRank:
+		return "rank"
+	}
+	return fmt.Sprintf("pooling(%d)", int(p))
+}
+
+// IsEncoder reports whether arch is run by Encoder rather than Model: the
+// BERT graph of llama.cpp's src/models/bert.cpp (BERT, RoBERTa,
+// XLM-RoBERTa, CamemBERT and DistilBERT conversions all have arch bert).
+func IsEncoder(arch string) bool { return arch == "bert" }
+
+// EncoderConfig holds the hyperparameters of a BERT-graph encoder as
+// llama.cpp's llama_model_bert::load_arch_hparams reads them.
+type EncoderConfig struct {
+	Arch                              string
+	Embd, Layers, CtxTrain, FF, Heads int
+	TokenTypes                        int
+	Eps                               float32
+	// Pooling is {arch}.pooling_type, PoolingUnspecified when absent.
+	Pooling Pooling
+}
+
+// ParseEncoderConfig reads an encoder's hyperparameters; it refuses what
+// llama.cpp's loader refuses with ErrMetadata.
+func ParseEncoderConfig(md Metadata) (*EncoderConfig, error) {
+	r := &kvReader{md: md}
+	if _, err := r.str(gguf.KeyGeneralArchitecture, &r.arch, true); err != nil {
+		return nil, err
+	}
+	if !IsEncoder(r.arch) {
+		return nil, fmt.Errorf("%w: architecture %q is not an encoder", ErrUnsupported, r.arch)
+	}
+	c := &EncoderConfig{Arch: r.arch, Pooling: PoolingUnspecified}
+	for _, k := range []struct {
+		suffix string
+		dst    *int
+	}{
+		{gguf.SuffixContextLength, &c.CtxTrain}, {gguf.SuffixEmbeddingLength, &c.Embd},
+		{gguf.SuffixBlockCount, &c.Layers}, {gguf.SuffixFeedForwardLength, &c.FF},
+		{gguf.SuffixHeadCount, &c.Heads},
+	} {
+		if _, err := r.u32(r.key(k.suffix), k.dst, true); err != nil {
+			return nil, err
+		}
+	}
+	if c.Layers <= 0 || c.Layers > maxLayers {
+		return nil, fmt.Errorf("%w: %s = %d (must be 1..%d)", ErrMetadata, r.key(gguf.SuffixBlockCount), c.Layers, maxLayers)
+	}
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"embedding_length", c.Embd}, {"feed_forward_length", c.FF}, {"head_count", c.Heads}, {"context_length", c.CtxTrain}} {
+		if d.v <= 0 || d.v > maxDim {
+			return nil, fmt.Errorf("%w: %s.%s = %d", ErrMetadata, r.arch, d.name, d.v)
+		}
+	}
+	if c.Embd%c.Heads != 0 {
+		return nil, fmt.Errorf("%w: embedding length %d is not a multiple of %d heads", ErrMetadata, c.Embd, c.Heads)
+	}
+	if _, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.Eps, true); err != nil {
+		return nil, err
+	}
+	if _, err := r.u32(gguf.KeyTokenizerTokenTypeCount, &c.TokenTypes, false); err != nil {
+		return nil, err
+	}
+	if c.TokenTypes == 0 {
+		return nil, fmt.Errorf("%w: %s model needs to define token type count (%s)", ErrMetadata, r.arch, gguf.KeyTokenizerTokenTypeCount)
+	}
+	p := 0
+	if ok, err := r.u32(r.key("pooling_type"), &p, false); err != nil {
+		return nil, err
+	} else if ok {
+		if p > int(PoolingRank) {
+			return nil, fmt.Errorf("%w: %s.pooling_type = %d", ErrMetadata, r.arch, p)
+		}
+		c.Pooling = Pooling(p)
+	}
+	return c, nil
+}
+
+// encLayer is one block's weights, each matrix as out rows of in values.
+type encLayer struct {
+	q, k, v, o, up, down                     []float32
+	qb, kb, vb, ob, upb, downb               []float32
+	attnNormW, attnNormB, outNormW, outNormB []float32
+}
+
+// Encoder is a BERT-graph encoder with its weights decoded to float32.
+type Encoder struct {
+	Config          *EncoderConfig
+	tok, typ, pos   []float32
+	normW, normB    []float32
+	layers          []encLayer
+	cls, clsB       []float32
+	clsOut, clsOutB []float32
+	// ClsOut is the number of classifier outputs (0 without cls.output).
+	ClsOut int
+}
+
+// LoadEncoder reads an encoder's weights (ErrWeights for a missing tensor
+// or one of the wrong shape).
+func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
+	e := &Encoder{Config: c}
+	l := &encLoader{w: w}
+	n := c.Embd
+	if tok, ok := w.Tensor("token_embd.weight"); ok && len(tok.Shape()) == 2 {
+		e.tok = l.get("token_embd.weight", n, int(tok.Shape()[1]), true)
+	} else {
+		l.err = fmt.Errorf("%w: tensor token_embd.weight missing or not 2-D", ErrWeights)
+	}
+	e.typ = l.get("token_types.weight", n, c.TokenTypes, false)
+	e.pos = l.get("position_embd.weight", n, c.CtxTrain, true)
+	e.normW = l.get("token_embd_norm.weight", n, 1, true)
+	e.normB = l.get("token_embd_norm.bias", n, 1, true)
+	e.layers = make([]encLayer, c.Layers)
+	for i := range e.layers {
+		L := &e.layers[i]
+		b := fmt.Sprintf("blk.%d.", i)
+		if _, fused := w.Tensor(b + "attn_qkv.weight"); fused {
+			return nil, fmt.Errorf("%w: fused %sattn_qkv", ErrUnsupported, b)
+		}
+		L.q, L.qb = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
+		L.k, L.kb = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
+		L.v, L.vb = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
+		L.o, L.ob = l.get(b+"attn_output.weight", n, n, true), l.get(b+"attn_output.bias", n, 1, false)
+		L.attnNormW, L.attnNormB = l.get(b+"attn_output_norm.weight", n, 1, true), l.get(b+"attn_output_norm.bias", n, 1, true)
+		L.up, L.upb = l.get(b+"ffn_up.weight", n, c.FF, true), l.get(b+"ffn_up.bias", c.FF, 1, false)
+		L.down, L.downb = l.get(b+"ffn_down.weight", c.FF, n, true), l.get(b+"ffn_down.bias", n, 1, false)
+		L.outNormW, L.outNormB = l.get(b+"layer_output_norm.weight", n, 1, true), l.get(b+"layer_output_norm.bias", n, 1, true)
+	}
+	e.cls, e.clsB = l.get("cls.weight", n, n, false), l.get("cls.bias", n, 1, false)
+	if t, ok := w.Tensor("cls.output.weight"); ok {
+		// One output is stored 1-D by llama-quantize (ggml drops a trailing 1).
+		e.ClsOut = 1
+		if s := t.Shape(); len(s) == 2 {
+			e.ClsOut = int(s[1])
+		}
+		e.clsOut, e.clsOutB = l.get("cls.output.weight", n, e.ClsOut, true), l.get("cls.output.bias", e.ClsOut, 1, false)
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	return e, nil
+}
+
+// encLoader reads tensors, keeping the first error.
+type encLoader struct {
+	w   Weights
+	err error
+}
+
+// get reads a tensor of ne0 × ne1 values (ggml order; ne1 1 for a vector),
+// nil when it is absent and optional.
+func (l *encLoader) get(name string, ne0, ne1 int, required bool) []float32 {
+	if l.err != nil {
+		return nil
+	}
+	t, ok := l.w.Tensor(name)
+	if !ok {
+		if required {
+			l.err = fmt.Errorf("%w: tensor %s missing", ErrWeights, name)
+		}
+		return nil
+	}
+	s := t.Shape()
+	okShape := len(s) >= 1 && s[0] == int64(ne0)
+	if ne1 == 1 {
+		okShape = okShape && (len(s) == 1 || (len(s) == 2 && s[1] == 1))
+	} else {
+		okShape = okShape && len(s) == 2 && s[1] == int64(ne1)
+	}
+	if !okShape {
+		l.err = fmt.Errorf("%w: tensor %s has shape %v, want [%d %d]", ErrWeights, name, s, ne0, ne1)
+		return nil
+	}
+	dst := make([]float32, ne0*ne1)
+	if err := t.ReadRows(0, ne1, dst); err != nil {
+		l.err = fmt.Errorf("tensor %s: %w", name, err)
+		return nil
+	}
+	return dst
+}
+
+// linear writes W·x + b for W of len(out) rows of len(x) values.
+func linear(out []float32, w, b, x []float32) {
+	n := len(x)
+	for o := range out {
+		out[o] = dot(w[o*n:(o+1)*n], x)
+		if b != nil {
+			out[o] += b[o]
+		}
+	}
+}
+
+// Hidden runs the encoder over ids (token type 0, positions from 0, every
+// token attending to every other) and returns the last hidden state of
+// each token: llama.cpp's result_embd.
+func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
+	c := e.Config
+	n := c.Embd
+	T := len(ids)
+	if T == 0 {
+		return nil, fmt.Errorf("%w: no tokens", ErrUnsupported)
+	}
+	if T > c.CtxTrain {
+		return nil, fmt.Errorf("%w: %d tokens exceed the %d learned positions", ErrUnsupported, T, c.CtxTrain)
+	}
+	vocab := len(e.tok) / n
+	x := make([][]float32, T)
+	tmp := make([]float32, n)
+	for i, id := range ids {
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("%w: token id %d outside the %d-token embedding", ErrUnsupported, id, vocab)
+		}
+		row := make([]float32, n)
+		copy(row, e.tok[id*n:(id+1)*n])
+		if e.typ != nil {
+			for j := range row {
+				row[j] += e.typ[j]
+			}
+		}
+		for j := range row {
+			row[j] = e.pos[i*n+j] + row[j]
+		}
+		layerNorm(tmp, row, e.normW, e.normB, c.Eps)
+		copy(row, tmp)
+		x[i] = row
+	}
+	hd := n / c.Heads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	q, k, v := alloc2(T, n), alloc2(T, n), alloc2(T, n)
+	attn := alloc2(T, n)
+	scores := make([]float32, T)
+	up := make([]float32, c.FF)
+	cur := make([]float32, n)
+	for il := range e.layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		L := &e.layers[il]
+		for t := 0; t < T; t++ {
+			linear(q[t], L.q, L.qb, x[t])
+			linear(k[t], L.k, L.kb, x[t])
+			linear(v[t], L.v, L.vb, x[t])
+		}
+		for t := 0; t < T; t++ {
+			for h := 0; h < c.Heads; h++ {
+				qh := q[t][h*hd : (h+1)*hd]
+				for s := 0; s < T; s++ {
+					scores[s] = dot(qh, k[s][h*hd:(h+1)*hd])
+				}
+				softmax(scores, scale)
+				out := attn[t][h*hd : (h+1)*hd]
+				clear(out)
+				for s := 0; s < T; s++ {
+					for j, vv := range v[s][h*hd : (h+1)*hd] {
+						out[j] += scores[s] * vv
+					}
+				}
+			}
+		}
+		for t := 0; t < T; t++ {
+			linear(cur, L.o, L.ob, attn[t])
+			for j := range cur {
+				cur[j] += x[t][j]
+			}
+			layerNorm(tmp, cur, L.attnNormW, L.attnNormB, c.Eps)
+			ffnIn := append([]float32(nil), tmp...)
+			linear(up, L.up, L.upb, ffnIn)
+			for j, u := range up {
+				up[j] = gelu(u)
+			}
+			linear(cur, L.down, L.downb, up)
+			for j := range cur {
+				cur[j] += ffnIn[j]
+			}
+			layerNorm(x[t], cur, L.outNormW, L.outNormB, c.Eps)
+		}
+	}
+	return x, nil
+}
+
+func alloc2(rows, cols int) [][]float32 {
+	m := make([][]float32, rows)
+	for i := range m {
+		m[i] = make([]float32, cols)
+	}
+	return m
+}
+
+// Pool reduces hidden states as llama.cpp's build_pooling does for p:
+// none gives every token's state one after another, mean their average,
+// cls the first, last the last, and rank the classifier head's scores on
+// the first token (cls, tanh, cls.output; each stage only when its tensor
+// is there).
+func (e *Encoder) Pool(hidden [][]float32, p Pooling) ([]float32, error) {
+	if len(hidden) == 0 {
+		return nil, fmt.Errorf("%w: no hidden states", ErrUnsupported)
+	}
+	switch p {
+	case PoolingNone, PoolingUnspecified:
+		var out []float32
+		for _, h := range hidden {
+			out = append(out, h...)
+		}
+		return out, nil
+	case PoolingMean:
+		out := make([]float32, len(hidden[0]))
+		inv := 1 / float32(len(hidden))
+		for j := range out {
+			var s float32
+			for _, h := range hidden {
+				s += h[j] * inv
+			}
+			out[j] = s
+		}
+		return out, nil
+	case PoolingCLS:
+		return append([]float32(nil), hidden[0]...), nil
+	case PoolingLast:
+		return append([]float32(nil), hidden[len(hidden)-1]...), nil
+	case PoolingRank:
+		cur := append([]float32(nil), hidden[0]...)
+		if e.cls != nil {
+			next := make([]float32, len(cur))
+			linear(next, e.cls, e.clsB, cur)
+			for j, x := range next {
+				next[j] = float32(math.Tanh(float64(x)))
+			}
+			cur = next
+		}
+		if e.clsOut != nil {
+			next := make([]float32, e.ClsOut)
+			linear(next, e.clsOut, e.clsOutB, cur)
+			cur = next
+		}
+		return cur, nil
+	}
+	return nil, fmt.Errorf("%w: pooling type %d", ErrUnsupported, int(p))
+}
+
+// Cosine is the cosine similarity of a and b, in float64 (0 when either
+// is zero or the lengths differ).
+func Cosine(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return 0
+	}
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	if aa == 0 || bb == 0 {
+		return 0
+	}
+	return ab / math.Sqrt(aa*bb)
+}
+
+// RelError is ‖a − b‖ / ‖b‖ in float64 (+Inf when b is zero and a is not,
+// or the lengths differ).
+func RelError(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	var d, n float64
+	for i := range a {
+		x := float64(a[i]) - float64(b[i])
+		d += x * x
+		n += float64(b[i]) * float64(b[i])
+	}
+	switch {
+	case d == 0:
+		return 0
+	case n == 0:
+		return math.Inf(1)
+	}
+	return math.Sqrt(d / n)
+}

@@ -1,0 +1,113 @@
+package forward
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// encoderReference is what the fixture generator stores for an encoder
+// beside its last hidden state: the pooling it applied and the result
+// (sentence-transformers' CLS / mean pooling, or the classifier's scores).
+type encoderReference struct {
+	Pooling string    `json:"pooling"`
+	Pooled  []float32 `json:"pooled"`
+}
+
+// TestEncoderFixtures runs the BERT-graph encoder on the F32 conversion of
+// each encoder fixture and compares every token's last hidden state and the
+// pooled output, pooled as the GGUF's pooling_type says (rank for the
+// sequence classifiers, which have none), with transformers': cosine ≥
+// 0.99999. llama.cpp's GELU is ggml's tanh approximation looked up in fp16
+// where transformers' is erf, which is the whole difference at these sizes.
+//
+// CamemBERT is the exception, a difference of llama.cpp's: its converter
+// handles CamembertModel as BertModel, so the position table keeps the
+// pad_token_id + 1 rows RoBERTa-style models skip and llama.cpp counts
+// positions from row 0 where transformers counts from row 2. The test
+// requires that difference to show (cosine < 0.999). DistilBERT's
+// classifier is the other: llama.cpp's rank head applies tanh after cls
+// (RoBERTa's head), DistilBERT's a ReLU after pre_classifier, so only its
+// hidden states are compared.
+func TestEncoderFixtures(t *testing.T) {
+	tests := []struct {
+		fixture     string
+		pooling     Pooling // expected in the GGUF
+		differs     bool    // llama.cpp's graph differs from transformers'
+		headDiffers bool    // llama.cpp's rank head differs from the model's
+	}{
+		{"bert", PoolingCLS, false, false},
+		{"xlmroberta", PoolingCLS, false, false},
+		{"xlmrreranker", PoolingUnspecified, false, false},
+		{"roberta", PoolingMean, false, false},
+		{"robertacls", PoolingUnspecified, false, false},
+		{"camembert", PoolingMean, true, false},
+		{"distilbert", PoolingCLS, false, false},
+		{"distilbertmlm", PoolingUnspecified, false, false},
+		{"distilbertcls", PoolingUnspecified, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fixture, func(t *testing.T) {
+			t.Parallel()
+			f := convertFixture(t, tc.fixture)
+			c, err := ParseEncoderConfig(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Pooling != tc.pooling {
+				t.Errorf("pooling type %v, want %v", c.Pooling, tc.pooling)
+			}
+			e, err := LoadEncoder(c, GGUFWeights(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := readTransformersLogits(t, tc.fixture)
+			hidden, err := e.Hidden(context.Background(), want.PromptIDs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.differs {
+				if cos := Cosine(hidden[0], want.logits[0]); cos > 0.999 {
+					t.Errorf("token 0: hidden state cosine %.7f, want llama.cpp's known difference (< 0.999)", cos)
+				}
+				return
+			}
+			for i, row := range want.logits {
+				if cos := Cosine(hidden[want.Positions[i]], row); cos < 0.99999 {
+					t.Errorf("token %d: hidden state cosine %.7f < 0.99999", want.Positions[i], cos)
+				}
+			}
+			var ref encoderReference
+			raw, err := os.ReadFile(filepath.Join(fixtures, tc.fixture, "logits.json"))
+			if err == nil {
+				err = json.Unmarshal(raw, &ref)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref.Pooled == nil || tc.headDiffers {
+				return
+			}
+			p := c.Pooling
+			if p == PoolingUnspecified {
+				p = PoolingRank
+			}
+			got, err := e.Pool(hidden, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cos := Cosine(got, ref.Pooled)
+			t.Logf("%s pooling: cosine %.8f (%v vs %v)", p, cos, got, ref.Pooled)
+			if cos < 0.99999 {
+				t.Errorf("%s pooling: cosine %.7f < 0.99999: got %v, transformers %v", p, cos, got, ref.Pooled)
+			}
+			// A single score's cosine is 1 whatever its size: the relative error
+			// must stay within the distance of unit vectors at cosine 0.99999.
+			if rel := RelError(got, ref.Pooled); rel > 0.0045 {
+				t.Errorf("%s pooling: relative error %.3g > 0.0045: got %v, transformers %v", p, rel, got, ref.Pooled)
+			}
+		})
+	}
+}

@@ -1,0 +1,126 @@
+package verify
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/gguf"
+)
+
+// TestSSMFixtures verifies ggufkit's conversions of the Mamba fixtures:
+// each F32 file passes alone (its forward pass runs), and its Q8_0
+// conversion passes against it.
+func TestSSMFixtures(t *testing.T) {
+	tests := []struct {
+		fixture, prompt string
+	}{
+		{"mamba", "A selective scan over the prompt"},
+		{"falconmamba", "Normalised time steps, B and C"},
+		{"mamba2", "Once upon a time there was"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fixture, func(t *testing.T) {
+			t.Parallel()
+			dir := assembleFixture(t, tc.fixture)
+			f32 := open(t, convertTo(t, dir, "f32"))
+			opts := Options{Prompt: tc.prompt, NPredict: 8}
+			alone := run(t, f32, nil, opts)
+			if !alone.OK || alone.Forward == nil || len(alone.Forward.GreedyIDs) != 8 {
+				t.Fatalf("F32 alone: OK %v, problems %v, forward %+v", alone.OK, alone.Problems, alone.Forward)
+			}
+			q8 := open(t, convertTo(t, dir, "q8_0"))
+			rep := run(t, q8, GGUFReference(f32), opts)
+			fw := rep.Forward
+			if fw == nil {
+				t.Fatalf("no forward pass: %v", rep.Problems)
+			}
+			t.Logf("%d prompt tokens; Q8_0 vs F32: KL mean %.3g (limit %.3g), top-1 %.3f (decisive %.3f of %d)",
+				len(fw.PromptIDs), fw.KLMean, fw.KLLimit, fw.Top1, fw.Top1Decisive, fw.Decisive)
+			if !rep.OK {
+				t.Errorf("Q8_0 conversion fails against F32: %v", rep.Problems)
+			}
+		})
+	}
+}
+
+// TestBrokenSSM breaks the F32 conversions of the mamba and mamba2
+// fixtures the way a converter could and shows verify fails each against
+// the correct file, with a problem naming what differs.
+func TestBrokenSSM(t *testing.T) {
+	tests := []struct {
+		fixture, name string
+		break_        func(t *testing.T, m *model)
+		check         Check
+		subject, msg  string
+	}{
+		{"mamba", "SSM tensors of two blocks swapped", func(t *testing.T, m *model) {
+			a, b := m.tensor(t, "blk.0.ssm_x.weight"), m.tensor(t, "blk.1.ssm_x.weight")
+			a.data, b.data = b.data, a.data
+		}, CheckReference, "blk.0.ssm_x.weight", ""},
+		{"mamba2", "A and D swapped", func(t *testing.T, m *model) {
+			a, d := m.tensor(t, "blk.1.ssm_a"), m.tensor(t, "blk.1.ssm_d")
+			a.data, d.data = d.data, a.data
+		}, CheckReference, "blk.1.ssm_a", ""},
+		{"mamba", "conv kernel reversed", func(t *testing.T, m *model) {
+			ts := m.tensor(t, "blk.0.ssm_conv1d.weight")
+			k := int(ts.shape[0])
+			xs := f32s(ts)
+			for r := 0; r < len(xs); r += k {
+				slices.Reverse(xs[r : r+k])
+			}
+			setF32s(ts, xs)
+		}, CheckReference, "blk.0.ssm_conv1d.weight", ""},
+		{"mamba", "wrong conv kernel size", func(t *testing.T, m *model) {
+			m.setKV("mamba.ssm.conv_kernel", gguf.Uint32(3))
+		}, CheckTensors, "blk.0.ssm_conv1d.weight", "mamba expects [3 16]"},
+		{"mamba2", "wrong ssm_d_state", func(t *testing.T, m *model) {
+			m.setKV("mamba2.ssm.state_size", gguf.Uint32(16))
+		}, CheckReference, "mamba2.ssm.state_size", "uint32(16), reference uint32(8)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fixture+"/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := convertTo(t, assembleFixture(t, tc.fixture), "f32")
+			m := loadModel(t, path)
+			tc.break_(t, m)
+			rep := run(t, open(t, m.write(t)), GGUFReference(open(t, path)), Options{NPredict: 8})
+			if rep.OK {
+				t.Fatalf("verify passes a broken file (forward %+v)", rep.Forward)
+			}
+			found := slices.ContainsFunc(rep.Problems, func(p Problem) bool {
+				return p.Check == tc.check && (tc.subject == "" || p.Subject == tc.subject) && strings.Contains(p.Msg, tc.msg)
+			})
+			if !found {
+				t.Errorf("no %s problem on %q containing %q; problems: %v", tc.check, tc.subject, tc.msg, rep.Problems)
+			}
+			msg := fmt.Sprint(rep.Problems)
+			if fw := rep.Forward; fw != nil {
+				msg = fmt.Sprintf("KL mean %.3g (limit %.3g), top-1 %.3f; %s", fw.KLMean, fw.KLLimit, fw.Top1, msg)
+			}
+			t.Log(msg)
+		})
+	}
+}
+
+// TestHybridStructureOnly: the Mamba-attention hybrids are verified
+// without a forward pass, and the report says so; their Q8_0 conversions
+// pass the tensor comparison against F32.
+func TestHybridStructureOnly(t *testing.T) {
+	for _, name := range []string{"jamba", "granitehybrid", "falconh1"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := assembleFixture(t, name)
+			f32 := open(t, convertTo(t, dir, "f32"))
+			q8 := open(t, convertTo(t, dir, "q8_0"))
+			rep := run(t, q8, GGUFReference(f32), Options{Prompt: "Hello", NPredict: 4})
+			if !rep.OK || rep.Forward != nil || len(rep.Tensors) == 0 {
+				t.Fatalf("OK %v, forward %v, %d tensors compared, problems %v", rep.OK, rep.Forward, len(rep.Tensors), rep.Problems)
+			}
+			if len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[0], "structure (metadata, tokenizer) and the tensors only") {
+				t.Errorf("warnings %q do not say the check is structural only", rep.Warnings)
+			}
+		})
+	}
+}
