@@ -216,14 +216,14 @@ qdone:
 //
 // For each super-block of 256: Σ over its sixteen 16s of scale·(Σ a·b),
 // in int32 (at most 2^26 in magnitude for 6-bit scales and int8 levels).
+// The scales (int32 in memory, in int16 range) multiply the int16 pair sums
+// in VPMADDWD, as ggml's AVX2 kernels do.
 TEXT ·i8dotKAVX2(SB), NOSPLIT, $0-40
 	MOVQ     a+0(FP), SI
 	MOVQ     b+8(FP), DI
 	MOVQ     scales+16(FP), R10
 	MOVQ     blocks+24(FP), CX
 	MOVQ     out+32(FP), DX
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW   $15, Y15, Y15
 
 kblock:
 	TESTQ  CX, CX
@@ -237,11 +237,10 @@ kgroup:
 	VPSIGNB      Y0, Y0, Y2
 	VPSIGNB      Y0, Y1, Y1
 	VPMADDUBSW   Y1, Y2, Y4
-	VPMADDWD     Y15, Y4, Y4
-	VPBROADCASTD (R10), Y8
-	VPBROADCASTD 4(R10), Y9
+	VPBROADCASTW (R10), Y8
+	VPBROADCASTW 4(R10), Y9
 	VPBLENDD     $0xF0, Y9, Y8, Y8
-	VPMULLD      Y8, Y4, Y4
+	VPMADDWD     Y8, Y4, Y4
 	VPADDD       Y4, Y13, Y13
 	ADDQ         $32, SI
 	ADDQ         $32, DI
@@ -266,15 +265,14 @@ kdone:
 //
 // dotK, with one scale per 32 values, straight on Q4_K blocks (144 bytes, levels from byte 16 on): each
 // 32 bytes hold 64 levels, 32 low nibbles then 32 high ones, all 0..15, so
-// VPMADDUBSW takes them as the unsigned operand as they are.
+// VPMADDUBSW takes them as the unsigned operand as they are; VPMADDWD by
+// the broadcast scale (int16 range) gives scale·(pair sums) in int32.
 TEXT ·q4kDotAVX2(SB), NOSPLIT, $0-40
 	MOVQ         x+0(FP), SI
 	MOVQ         b+8(FP), DI
 	MOVQ         scales+16(FP), R10
 	MOVQ         blocks+24(FP), CX
 	MOVQ         out+32(FP), DX
-	VPCMPEQW     Y15, Y15, Y15
-	VPSRLW       $15, Y15, Y15
 	MOVQ         $0x0F0F0F0F, AX
 	MOVQ         AX, X14
 	VPBROADCASTD X14, Y14
@@ -292,14 +290,12 @@ q4chunk:
 	VPSRLW       $4, Y0, Y0
 	VPAND        Y14, Y0, Y0
 	VPMADDUBSW   (DI), Y1, Y2
-	VPMADDWD     Y15, Y2, Y2
-	VPBROADCASTD (R10), Y8
-	VPMULLD      Y8, Y2, Y2
+	VPBROADCASTW (R10), Y8
+	VPMADDWD     Y8, Y2, Y2
 	VPADDD       Y2, Y13, Y13
 	VPMADDUBSW   32(DI), Y0, Y3
-	VPMADDWD     Y15, Y3, Y3
-	VPBROADCASTD 4(R10), Y9
-	VPMULLD      Y9, Y3, Y3
+	VPBROADCASTW 4(R10), Y9
+	VPMADDWD     Y9, Y3, Y3
 	VPADDD       Y3, Y13, Y13
 	ADDQ         $32, R11
 	ADDQ         $64, DI
