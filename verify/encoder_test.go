@@ -22,6 +22,7 @@ func TestEncoders(t *testing.T) {
 		{"xlmrreranker", forward.PoolingRank},
 		{"roberta", forward.PoolingMean},
 		{"distilbertmlm", forward.PoolingNone},
+		{"eurobert", forward.PoolingMean},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

@@ -42,8 +42,9 @@ func (p Pooling) String() string {
 
 // IsEncoder reports whether arch is run by Encoder rather than Model: the
 // BERT graph of llama.cpp's src/models/bert.cpp (BERT, RoBERTa,
-// XLM-RoBERTa, CamemBERT and DistilBERT conversions all have arch bert).
-func IsEncoder(arch string) bool { return arch == "bert" }
+// XLM-RoBERTa, CamemBERT and DistilBERT conversions all have arch bert)
+// and EuroBERT's (src/models/eurobert.cpp).
+func IsEncoder(arch string) bool { return arch == "bert" || arch == archEuroBERT }
 
 // EncoderConfig holds the hyperparameters of a BERT-graph encoder as
 // llama.cpp's llama_model_bert::load_arch_hparams reads them.
@@ -52,6 +53,10 @@ type EncoderConfig struct {
 	Embd, Layers, CtxTrain, FF, Heads int
 	TokenTypes                        int
 	Eps                               float32
+	// KVHeads, HeadDim and RopeBase are EuroBERT's (rotary positions,
+	// grouped-query attention); Eps is then its RMS norms' epsilon.
+	KVHeads, HeadDim int
+	RopeBase         float32
 	// Pooling is {arch}.pooling_type, PoolingUnspecified when absent.
 	Pooling Pooling
 }
@@ -93,14 +98,20 @@ func ParseEncoderConfig(md Metadata) (*EncoderConfig, error) {
 	if c.Embd%c.Heads != 0 {
 		return nil, fmt.Errorf("%w: embedding length %d is not a multiple of %d heads", ErrMetadata, c.Embd, c.Heads)
 	}
-	if _, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.Eps, true); err != nil {
-		return nil, err
-	}
-	if _, err := r.u32(gguf.KeyTokenizerTokenTypeCount, &c.TokenTypes, false); err != nil {
-		return nil, err
-	}
-	if c.TokenTypes == 0 {
-		return nil, fmt.Errorf("%w: %s model needs to define token type count (%s)", ErrMetadata, r.arch, gguf.KeyTokenizerTokenTypeCount)
+	if c.Arch == archEuroBERT {
+		if err := parseEuroBERT(r, c); err != nil {
+			return nil, err
+		}
+	} else {
+		if _, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.Eps, true); err != nil {
+			return nil, err
+		}
+		if _, err := r.u32(gguf.KeyTokenizerTokenTypeCount, &c.TokenTypes, false); err != nil {
+			return nil, err
+		}
+		if c.TokenTypes == 0 {
+			return nil, fmt.Errorf("%w: %s model needs to define token type count (%s)", ErrMetadata, r.arch, gguf.KeyTokenizerTokenTypeCount)
+		}
 	}
 	p := 0
 	if ok, err := r.u32(r.key("pooling_type"), &p, false); err != nil {
@@ -131,6 +142,8 @@ type Encoder struct {
 	clsOut, clsOutB []float32
 	// ClsOut is the number of classifier outputs (0 without cls.output).
 	ClsOut int
+	// euro holds EuroBERT's weights in tok and layers' place.
+	euro *euroBERT
 }
 
 // LoadEncoder reads an encoder's weights (ErrWeights for a missing tensor
@@ -138,6 +151,13 @@ type Encoder struct {
 func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 	e := &Encoder{Config: c}
 	l := &encLoader{w: w}
+	if c.Arch == archEuroBERT {
+		e.euro = loadEuroBERT(c, l)
+		if l.err != nil {
+			return nil, l.err
+		}
+		return e, nil
+	}
 	n := c.Embd
 	if tok, ok := w.Tensor("token_embd.weight"); ok && len(tok.Shape()) == 2 {
 		e.tok = l.get("token_embd.weight", n, int(tok.Shape()[1]), true)
@@ -237,6 +257,9 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 	T := len(ids)
 	if T == 0 {
 		return nil, fmt.Errorf("%w: no tokens", ErrUnsupported)
+	}
+	if e.euro != nil {
+		return e.euro.hidden(ctx, c, ids)
 	}
 	if T > c.CtxTrain {
 		return nil, fmt.Errorf("%w: %d tokens exceed the %d learned positions", ErrUnsupported, T, c.CtxTrain)
