@@ -23,6 +23,8 @@ func TestEncoders(t *testing.T) {
 		{"roberta", forward.PoolingMean},
 		{"distilbertmlm", forward.PoolingNone},
 		{"eurobert", forward.PoolingMean},
+		{"modernbert", forward.PoolingCLS},
+		{"modernbertcls", forward.PoolingRank},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
