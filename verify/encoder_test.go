@@ -22,6 +22,9 @@ func TestEncoders(t *testing.T) {
 		{"xlmrreranker", forward.PoolingRank},
 		{"roberta", forward.PoolingMean},
 		{"distilbertmlm", forward.PoolingNone},
+		{"eurobert", forward.PoolingMean},
+		{"modernbert", forward.PoolingCLS},
+		{"modernbertcls", forward.PoolingRank},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
@@ -129,5 +132,52 @@ func TestBrokenReranker(t *testing.T) {
 	all := strings.Join(text, "\n")
 	if rep.OK || !strings.Contains(all, "rank-pooled output: relative error") || !strings.Contains(all, "cls.output.bias") {
 		t.Fatalf("OK %v; problems:\n%s", rep.OK, all)
+	}
+}
+
+// TestBrokenRotaryEncoders breaks EuroBERT's and ModernBERT's F32
+// conversions where their graphs differ from BERT's (rotary bases, the
+// sliding-window layers' base, the classifier's mean pooling) and shows
+// verify fails each against the correct file, naming the difference.
+func TestBrokenRotaryEncoders(t *testing.T) {
+	tests := []struct {
+		name, fixture string
+		break_        func(t *testing.T, m *model)
+		want          []string // in the problems, in any order
+	}{
+		{"eurobert query and key swapped", "eurobert", func(t *testing.T, m *model) {
+			q, k := m.tensor(t, "blk.1.attn_q.weight"), m.tensor(t, "blk.1.attn_k.weight")
+			q.data, k.data = k.data, q.data
+		}, []string{"blk.1.attn_q.weight", "blk.1.attn_k.weight", "last hidden states: cosine similarity"}},
+		{"eurobert rope base", "eurobert", func(t *testing.T, m *model) {
+			m.setKV("eurobert.rope.freq_base", gguf.Float32(10))
+		}, []string{"eurobert.rope.freq_base", "last hidden states: cosine similarity"}},
+		{"modernbert sliding-window rope base", "modernbert", func(t *testing.T, m *model) {
+			m.setKV("modern-bert.rope.freq_base_swa", gguf.Float32(160000))
+		}, []string{"modern-bert.rope.freq_base_swa", "last hidden states: cosine similarity"}},
+		{"modernbertcls classifier pooling", "modernbertcls", func(t *testing.T, m *model) {
+			m.setKV("modern-bert.classifier.pooling_type", gguf.Uint32(uint32(forward.PoolingCLS)))
+		}, []string{"modern-bert.classifier.pooling_type", "rank-pooled output"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			good := convertTo(t, assembleFixture(t, tc.fixture), "f32")
+			m := loadModel(t, good)
+			tc.break_(t, m)
+			rep := run(t, open(t, m.write(t)), GGUFReference(open(t, good)), Options{Prompt: "Hello world, this is a test."})
+			var all []string
+			for _, p := range rep.Problems {
+				all = append(all, p.String())
+			}
+			text := strings.Join(all, "\n")
+			if rep.OK {
+				t.Fatalf("verify passes a broken file (encoder %+v)", rep.Encoder)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("no problem names %q; problems:\n%s", w, text)
+				}
+			}
+		})
 	}
 }

@@ -42,8 +42,12 @@ func (p Pooling) String() string {
 
 // IsEncoder reports whether arch is run by Encoder rather than Model: the
 // BERT graph of llama.cpp's src/models/bert.cpp (BERT, RoBERTa,
-// XLM-RoBERTa, CamemBERT and DistilBERT conversions all have arch bert).
-func IsEncoder(arch string) bool { return arch == "bert" }
+// XLM-RoBERTa, CamemBERT and DistilBERT conversions all have arch bert),
+// EuroBERT's (src/models/eurobert.cpp) and ModernBERT's
+// (src/models/modern-bert.cpp).
+func IsEncoder(arch string) bool {
+	return arch == "bert" || arch == archEuroBERT || arch == archModernBERT
+}
 
 // EncoderConfig holds the hyperparameters of a BERT-graph encoder as
 // llama.cpp's llama_model_bert::load_arch_hparams reads them.
@@ -52,8 +56,22 @@ type EncoderConfig struct {
 	Embd, Layers, CtxTrain, FF, Heads int
 	TokenTypes                        int
 	Eps                               float32
+	// KVHeads, HeadDim and RopeBase are EuroBERT's and ModernBERT's
+	// (rotary positions, grouped-query attention); Eps is then EuroBERT's
+	// RMS norms' epsilon.
+	KVHeads, HeadDim int
+	RopeBase         float32
+	// SWA marks ModernBERT's sliding-window layers, which attend within
+	// SWAWindow/2 positions either side and rotate with RopeBaseSWA.
+	SWA         []bool
+	SWAWindow   int
+	RopeBaseSWA float32
+	// FFNOp is ModernBERT's gated activation, from hidden_activation.
+	FFNOp glu
 	// Pooling is {arch}.pooling_type, PoolingUnspecified when absent.
-	Pooling Pooling
+	// ClsPooling is {arch}.classifier.pooling_type: the rank head reads the
+	// tokens' mean when it is mean, else the first token.
+	Pooling, ClsPooling Pooling
 }
 
 // ParseEncoderConfig reads an encoder's hyperparameters; it refuses what
@@ -93,25 +111,48 @@ func ParseEncoderConfig(md Metadata) (*EncoderConfig, error) {
 	if c.Embd%c.Heads != 0 {
 		return nil, fmt.Errorf("%w: embedding length %d is not a multiple of %d heads", ErrMetadata, c.Embd, c.Heads)
 	}
-	if _, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.Eps, true); err != nil {
+	c.ClsPooling = PoolingUnspecified
+	if err := readPooling(r, r.key("classifier.pooling_type"), &c.ClsPooling); err != nil {
 		return nil, err
 	}
-	if _, err := r.u32(gguf.KeyTokenizerTokenTypeCount, &c.TokenTypes, false); err != nil {
-		return nil, err
-	}
-	if c.TokenTypes == 0 {
-		return nil, fmt.Errorf("%w: %s model needs to define token type count (%s)", ErrMetadata, r.arch, gguf.KeyTokenizerTokenTypeCount)
-	}
-	p := 0
-	if ok, err := r.u32(r.key("pooling_type"), &p, false); err != nil {
-		return nil, err
-	} else if ok {
-		if p > int(PoolingRank) {
-			return nil, fmt.Errorf("%w: %s.pooling_type = %d", ErrMetadata, r.arch, p)
+	switch c.Arch {
+	case archEuroBERT:
+		if err := parseEuroBERT(r, c); err != nil {
+			return nil, err
 		}
-		c.Pooling = Pooling(p)
+	case archModernBERT:
+		if err := parseModernBERT(r, c); err != nil {
+			return nil, err
+		}
+	default:
+		if _, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.Eps, true); err != nil {
+			return nil, err
+		}
+		if _, err := r.u32(gguf.KeyTokenizerTokenTypeCount, &c.TokenTypes, false); err != nil {
+			return nil, err
+		}
+		if c.TokenTypes == 0 {
+			return nil, fmt.Errorf("%w: %s model needs to define token type count (%s)", ErrMetadata, r.arch, gguf.KeyTokenizerTokenTypeCount)
+		}
+	}
+	if err := readPooling(r, r.key("pooling_type"), &c.Pooling); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// readPooling reads an optional pooling type key into dst.
+func readPooling(r *kvReader, key string, dst *Pooling) error {
+	p := 0
+	if ok, err := r.u32(key, &p, false); err != nil {
+		return err
+	} else if ok {
+		if p > int(PoolingRank) {
+			return fmt.Errorf("%w: %s = %d", ErrMetadata, key, p)
+		}
+		*dst = Pooling(p)
+	}
+	return nil
 }
 
 // encLayer is one block's weights, each matrix as out rows of in values.
@@ -128,9 +169,18 @@ type Encoder struct {
 	normW, normB    []float32
 	layers          []encLayer
 	cls, clsB       []float32
+	clsNorm         []float32
 	clsOut, clsOutB []float32
 	// ClsOut is the number of classifier outputs (0 without cls.output).
 	ClsOut int
+	// graph runs EuroBERT's or ModernBERT's blocks in tok and layers' place.
+	graph encoderGraph
+}
+
+// encoderGraph is an encoder graph other than BERT's: it returns each
+// token's last hidden state.
+type encoderGraph interface {
+	hidden(ctx context.Context, c *EncoderConfig, ids []int) ([][]float32, error)
 }
 
 // LoadEncoder reads an encoder's weights (ErrWeights for a missing tensor
@@ -138,6 +188,19 @@ type Encoder struct {
 func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 	e := &Encoder{Config: c}
 	l := &encLoader{w: w}
+	switch c.Arch {
+	case archEuroBERT:
+		e.graph = loadEuroBERT(c, l)
+	case archModernBERT:
+		e.graph = loadModernBERT(c, l)
+		e.loadClassifier(l)
+	}
+	if e.graph != nil {
+		if l.err != nil {
+			return nil, l.err
+		}
+		return e, nil
+	}
 	n := c.Embd
 	if tok, ok := w.Tensor("token_embd.weight"); ok && len(tok.Shape()) == 2 {
 		e.tok = l.get("token_embd.weight", n, int(tok.Shape()[1]), true)
@@ -164,8 +227,20 @@ func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 		L.down, L.downb = l.get(b+"ffn_down.weight", c.FF, n, true), l.get(b+"ffn_down.bias", n, 1, false)
 		L.outNormW, L.outNormB = l.get(b+"layer_output_norm.weight", n, 1, true), l.get(b+"layer_output_norm.bias", n, 1, true)
 	}
+	e.loadClassifier(l)
+	if l.err != nil {
+		return nil, l.err
+	}
+	return e, nil
+}
+
+// loadClassifier reads the optional classifier head (cls, cls.norm,
+// cls.output).
+func (e *Encoder) loadClassifier(l *encLoader) {
+	n := e.Config.Embd
 	e.cls, e.clsB = l.get("cls.weight", n, n, false), l.get("cls.bias", n, 1, false)
-	if t, ok := w.Tensor("cls.output.weight"); ok {
+	e.clsNorm = l.get("cls.norm.weight", n, 1, false)
+	if t, ok := l.w.Tensor("cls.output.weight"); ok {
 		// One output is stored 1-D by llama-quantize (ggml drops a trailing 1).
 		e.ClsOut = 1
 		if s := t.Shape(); len(s) == 2 {
@@ -173,10 +248,6 @@ func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 		}
 		e.clsOut, e.clsOutB = l.get("cls.output.weight", n, e.ClsOut, true), l.get("cls.output.bias", e.ClsOut, 1, false)
 	}
-	if l.err != nil {
-		return nil, l.err
-	}
-	return e, nil
 }
 
 // encLoader reads tensors, keeping the first error.
@@ -237,6 +308,9 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 	T := len(ids)
 	if T == 0 {
 		return nil, fmt.Errorf("%w: no tokens", ErrUnsupported)
+	}
+	if e.graph != nil {
+		return e.graph.hidden(ctx, c, ids)
 	}
 	if T > c.CtxTrain {
 		return nil, fmt.Errorf("%w: %d tokens exceed the %d learned positions", ErrUnsupported, T, c.CtxTrain)
@@ -327,8 +401,9 @@ func alloc2(rows, cols int) [][]float32 {
 // Pool reduces hidden states as llama.cpp's build_pooling does for p:
 // none gives every token's state one after another, mean their average,
 // cls the first, last the last, and rank the classifier head's scores on
-// the first token (cls, tanh, cls.output; each stage only when its tensor
-// is there).
+// the first token, or on the mean when classifier.pooling_type is mean
+// (cls, tanh — ModernBERT's GELU —, cls.norm, cls.output; each stage only
+// when its tensor is there).
 func (e *Encoder) Pool(hidden [][]float32, p Pooling) ([]float32, error) {
 	if len(hidden) == 0 {
 		return nil, fmt.Errorf("%w: no hidden states", ErrUnsupported)
@@ -341,29 +416,31 @@ func (e *Encoder) Pool(hidden [][]float32, p Pooling) ([]float32, error) {
 		}
 		return out, nil
 	case PoolingMean:
-		out := make([]float32, len(hidden[0]))
-		inv := 1 / float32(len(hidden))
-		for j := range out {
-			var s float32
-			for _, h := range hidden {
-				s += h[j] * inv
-			}
-			out[j] = s
-		}
-		return out, nil
+		return meanPool(hidden), nil
 	case PoolingCLS:
 		return append([]float32(nil), hidden[0]...), nil
 	case PoolingLast:
 		return append([]float32(nil), hidden[len(hidden)-1]...), nil
 	case PoolingRank:
 		cur := append([]float32(nil), hidden[0]...)
+		if e.Config.ClsPooling == PoolingMean {
+			cur = meanPool(hidden)
+		}
 		if e.cls != nil {
 			next := make([]float32, len(cur))
 			linear(next, e.cls, e.clsB, cur)
 			for j, x := range next {
-				next[j] = float32(math.Tanh(float64(x)))
+				if e.Config.Arch == archModernBERT {
+					next[j] = gelu(x)
+				} else {
+					next[j] = float32(math.Tanh(float64(x)))
+				}
 			}
-			cur = next
+			if e.clsNorm != nil {
+				layerNorm(cur, next, e.clsNorm, nil, e.Config.Eps)
+			} else {
+				cur = next
+			}
 		}
 		if e.clsOut != nil {
 			next := make([]float32, e.ClsOut)
@@ -373,6 +450,20 @@ func (e *Encoder) Pool(hidden [][]float32, p Pooling) ([]float32, error) {
 		return cur, nil
 	}
 	return nil, fmt.Errorf("%w: pooling type %d", ErrUnsupported, int(p))
+}
+
+// meanPool is the average of the hidden states.
+func meanPool(hidden [][]float32) []float32 {
+	out := make([]float32, len(hidden[0]))
+	inv := 1 / float32(len(hidden))
+	for j := range out {
+		var s float32
+		for _, h := range hidden {
+			s += h[j] * inv
+		}
+		out[j] = s
+	}
+	return out
 }
 
 // Cosine is the cosine similarity of a and b, in float64 (0 when either

@@ -16,8 +16,8 @@ type encoderReference struct {
 	Pooled  []float32 `json:"pooled"`
 }
 
-// TestEncoderFixtures runs the BERT-graph encoder on the F32 conversion of
-// each encoder fixture and compares every token's last hidden state and the
+// TestEncoderFixtures runs the encoder (BERT's, EuroBERT's or ModernBERT's
+// graph) on the F32 conversion of each encoder fixture and compares every token's last hidden state and the
 // pooled output, pooled as the GGUF's pooling_type says (rank for the
 // sequence classifiers, which have none), with transformers': cosine ≥
 // 0.99999. llama.cpp's GELU is ggml's tanh approximation looked up in fp16
@@ -31,22 +31,30 @@ type encoderReference struct {
 // classifier is the other: llama.cpp's rank head applies tanh after cls
 // (RoBERTa's head), DistilBERT's a ReLU after pre_classifier, so only its
 // hidden states are compared.
+//
+// ModernBERT's classifier fixture stores the classifier's scores in place
+// of hidden states: its rank pooling (mean, dense, GELU, norm, output) is
+// compared with them.
 func TestEncoderFixtures(t *testing.T) {
 	tests := []struct {
 		fixture     string
 		pooling     Pooling // expected in the GGUF
 		differs     bool    // llama.cpp's graph differs from transformers'
 		headDiffers bool    // llama.cpp's rank head differs from the model's
+		scores      bool    // logits.f32 holds the classifier's scores, not hidden states
 	}{
-		{"bert", PoolingCLS, false, false},
-		{"xlmroberta", PoolingCLS, false, false},
-		{"xlmrreranker", PoolingUnspecified, false, false},
-		{"roberta", PoolingMean, false, false},
-		{"robertacls", PoolingUnspecified, false, false},
-		{"camembert", PoolingMean, true, false},
-		{"distilbert", PoolingCLS, false, false},
-		{"distilbertmlm", PoolingUnspecified, false, false},
-		{"distilbertcls", PoolingUnspecified, false, true},
+		{"bert", PoolingCLS, false, false, false},
+		{"xlmroberta", PoolingCLS, false, false, false},
+		{"xlmrreranker", PoolingUnspecified, false, false, false},
+		{"roberta", PoolingMean, false, false, false},
+		{"robertacls", PoolingUnspecified, false, false, false},
+		{"camembert", PoolingMean, true, false, false},
+		{"distilbert", PoolingCLS, false, false, false},
+		{"distilbertmlm", PoolingUnspecified, false, false, false},
+		{"distilbertcls", PoolingUnspecified, false, true, false},
+		{"eurobert", PoolingMean, false, false, false},
+		{"modernbert", PoolingCLS, false, false, false},
+		{"modernbertcls", PoolingUnspecified, false, false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
@@ -68,17 +76,29 @@ func TestEncoderFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tc.scores {
+				got, err := e.Pool(hidden, PoolingRank)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkPooled(t, PoolingRank, got, want.logits[0])
+				return
+			}
 			if tc.differs {
 				if cos := Cosine(hidden[0], want.logits[0]); cos > 0.999 {
 					t.Errorf("token 0: hidden state cosine %.7f, want llama.cpp's known difference (< 0.999)", cos)
 				}
 				return
 			}
+			least := 1.0
 			for i, row := range want.logits {
-				if cos := Cosine(hidden[want.Positions[i]], row); cos < 0.99999 {
+				cos := Cosine(hidden[want.Positions[i]], row)
+				if cos < 0.99999 {
 					t.Errorf("token %d: hidden state cosine %.7f < 0.99999", want.Positions[i], cos)
 				}
+				least = min(least, cos)
 			}
+			t.Logf("hidden states: least cosine %.8f", least)
 			var ref encoderReference
 			raw, err := os.ReadFile(filepath.Join(fixtures, tc.fixture, "logits.json"))
 			if err == nil {
@@ -98,16 +118,22 @@ func TestEncoderFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cos := Cosine(got, ref.Pooled)
-			t.Logf("%s pooling: cosine %.8f (%v vs %v)", p, cos, got, ref.Pooled)
-			if cos < 0.99999 {
-				t.Errorf("%s pooling: cosine %.7f < 0.99999: got %v, transformers %v", p, cos, got, ref.Pooled)
-			}
-			// A single score's cosine is 1 whatever its size: the relative error
-			// must stay within the distance of unit vectors at cosine 0.99999.
-			if rel := RelError(got, ref.Pooled); rel > 0.0045 {
-				t.Errorf("%s pooling: relative error %.3g > 0.0045: got %v, transformers %v", p, rel, got, ref.Pooled)
-			}
+			checkPooled(t, p, got, ref.Pooled)
 		})
+	}
+}
+
+// checkPooled compares a pooled output with transformers': cosine ≥
+// 0.99999 and, since a single score's cosine is 1 whatever its size, a
+// relative error within the distance of unit vectors at that cosine.
+func checkPooled(t *testing.T, p Pooling, got, want []float32) {
+	t.Helper()
+	cos := Cosine(got, want)
+	t.Logf("%s pooling: cosine %.8f (%v vs %v)", p, cos, got, want)
+	if cos < 0.99999 {
+		t.Errorf("%s pooling: cosine %.7f < 0.99999: got %v, transformers %v", p, cos, got, want)
+	}
+	if rel := RelError(got, want); rel > 0.0045 {
+		t.Errorf("%s pooling: relative error %.3g > 0.0045: got %v, transformers %v", p, rel, got, want)
 	}
 }

@@ -1,0 +1,165 @@
+package forward
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/ggufkit/ggufkit/gguf"
+)
+
+// archEuroBERT is EuroBERT's general.architecture.
+const archEuroBERT = "eurobert"
+
+// parseEuroBERT reads what llama.cpp's llama_model_eurobert and the common
+// loader read beyond the encoder's shared sizes: the RMS norms' epsilon,
+// the key/value heads, the head size and the rotary base.
+func parseEuroBERT(r *kvReader, c *EncoderConfig) error {
+	if _, err := r.f32(r.key(gguf.SuffixLayerNormRMSEps), &c.Eps, true); err != nil {
+		return err
+	}
+	c.KVHeads = c.Heads
+	if _, err := r.u32(r.key(gguf.SuffixHeadCountKV), &c.KVHeads, false); err != nil {
+		return err
+	}
+	c.HeadDim = c.Embd / c.Heads
+	if _, err := r.u32(r.key(gguf.SuffixKeyLength), &c.HeadDim, false); err != nil {
+		return err
+	}
+	if c.KVHeads <= 0 || c.Heads%c.KVHeads != 0 {
+		return fmt.Errorf("%w: %d heads are not a multiple of %d key/value heads", ErrMetadata, c.Heads, c.KVHeads)
+	}
+	if c.HeadDim <= 0 || c.HeadDim%2 != 0 || c.HeadDim*c.Heads > maxDim {
+		return fmt.Errorf("%w: head size %d", ErrMetadata, c.HeadDim)
+	}
+	c.RopeBase = 10000
+	if _, err := r.f32(r.key(gguf.SuffixRopeFreqBase), &c.RopeBase, false); err != nil {
+		return err
+	}
+	if !(c.RopeBase > 0) {
+		return fmt.Errorf("%w: %s = %g", ErrMetadata, r.key(gguf.SuffixRopeFreqBase), c.RopeBase)
+	}
+	return nil
+}
+
+// euroBERTLayer is one pre-norm block: RMS norm, attention with rotary
+// positions, RMS norm, SwiGLU feed-forward.
+type euroBERTLayer struct {
+	attnNorm, q, k, v, o    []float32
+	ffnNorm, gate, up, down []float32
+}
+
+// euroBERT is EuroBERT's graph (llama.cpp's src/models/eurobert.cpp): a
+// Llama block without the causal mask, and a final RMS norm.
+type euroBERT struct {
+	tok, outNorm []float32
+	layers       []euroBERTLayer
+}
+
+// loadEuroBERT reads EuroBERT's weights; l keeps the first error.
+func loadEuroBERT(c *EncoderConfig, l *encLoader) *euroBERT {
+	n, q, kv := c.Embd, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	m := &euroBERT{layers: make([]euroBERTLayer, c.Layers)}
+	if tok, ok := l.w.Tensor("token_embd.weight"); ok && len(tok.Shape()) == 2 {
+		m.tok = l.get("token_embd.weight", n, int(tok.Shape()[1]), true)
+	} else {
+		l.err = fmt.Errorf("%w: tensor token_embd.weight missing or not 2-D", ErrWeights)
+	}
+	m.outNorm = l.get("output_norm.weight", n, 1, true)
+	for i := range m.layers {
+		L := &m.layers[i]
+		b := fmt.Sprintf("blk.%d.", i)
+		L.attnNorm = l.get(b+"attn_norm.weight", n, 1, true)
+		L.q = l.get(b+"attn_q.weight", n, q, true)
+		L.k = l.get(b+"attn_k.weight", n, kv, true)
+		L.v = l.get(b+"attn_v.weight", n, kv, true)
+		L.o = l.get(b+"attn_output.weight", q, n, true)
+		L.ffnNorm = l.get(b+"ffn_norm.weight", n, 1, true)
+		L.gate = l.get(b+"ffn_gate.weight", n, c.FF, true)
+		L.up = l.get(b+"ffn_up.weight", n, c.FF, true)
+		L.down = l.get(b+"ffn_down.weight", c.FF, n, true)
+	}
+	return m
+}
+
+// hidden runs EuroBERT over ids (positions from 0, every token attending
+// to every other) and returns each token's output-normed state.
+func (m *euroBERT) hidden(ctx context.Context, c *EncoderConfig, ids []int) ([][]float32, error) {
+	n, hd, T := c.Embd, c.HeadDim, len(ids)
+	vocab := len(m.tok) / n
+	x := make([][]float32, T)
+	for i, id := range ids {
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("%w: token id %d outside the %d-token embedding", ErrUnsupported, id, vocab)
+		}
+		x[i] = append([]float32(nil), m.tok[id*n:(id+1)*n]...)
+	}
+	rc := &Config{RopeAttnFactor: 1}
+	caches := alloc2(T, hd)
+	for p := range caches {
+		ropeCache(caches[p], p, hd, c.RopeBase, 1, nil, rc)
+	}
+	group := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	q, k, v := alloc2(T, c.Heads*hd), alloc2(T, c.KVHeads*hd), alloc2(T, c.KVHeads*hd)
+	attn := alloc2(T, c.Heads*hd)
+	scores := make([]float32, T)
+	cur, tmp := make([]float32, n), make([]float32, n)
+	gate, up := make([]float32, c.FF), make([]float32, c.FF)
+	for il := range m.layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		L := &m.layers[il]
+		for t := 0; t < T; t++ {
+			rmsNorm(tmp, x[t], L.attnNorm, c.Eps)
+			linear(q[t], L.q, nil, tmp)
+			linear(k[t], L.k, nil, tmp)
+			linear(v[t], L.v, nil, tmp)
+			for h := 0; h < c.Heads; h++ {
+				rope(q[t][h*hd:(h+1)*hd], caches[t], hd, ropeNeox)
+			}
+			for h := 0; h < c.KVHeads; h++ {
+				rope(k[t][h*hd:(h+1)*hd], caches[t], hd, ropeNeox)
+			}
+		}
+		for t := 0; t < T; t++ {
+			for h := 0; h < c.Heads; h++ {
+				kh := h / group
+				qh := q[t][h*hd : (h+1)*hd]
+				for s := 0; s < T; s++ {
+					scores[s] = dot(qh, k[s][kh*hd:(kh+1)*hd])
+				}
+				softmax(scores, scale)
+				out := attn[t][h*hd : (h+1)*hd]
+				clear(out)
+				for s := 0; s < T; s++ {
+					for j, vv := range v[s][kh*hd : (kh+1)*hd] {
+						out[j] += scores[s] * vv
+					}
+				}
+			}
+		}
+		for t := 0; t < T; t++ {
+			linear(cur, L.o, nil, attn[t])
+			for j := range cur {
+				cur[j] += x[t][j]
+			}
+			rmsNorm(tmp, cur, L.ffnNorm, c.Eps)
+			linear(gate, L.gate, nil, tmp)
+			linear(up, L.up, nil, tmp)
+			for j := range up {
+				up[j] *= silu(gate[j])
+			}
+			linear(x[t], L.down, nil, up)
+			for j := range cur {
+				x[t][j] += cur[j]
+			}
+		}
+	}
+	for t := range x {
+		rmsNorm(tmp, x[t], m.outNorm, c.Eps)
+		copy(x[t], tmp)
+	}
+	return x, nil
+}
