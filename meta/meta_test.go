@@ -1,6 +1,8 @@
 package meta
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -99,4 +101,36 @@ func TestPlanInPlace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseKV checks ParseKV never panics and that what it accepts encodes
+// and decodes back to the same pair.
+func FuzzParseKV(f *testing.F) {
+	in, err := ggufread.Open("../testdata/gguf/kvtypes-le-v3.gguf")
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer in.Close()
+	for _, s := range []string{"a=b", "n:uint8=7", "n:float32=1e-3", "n:array[int64]=[1,2]", `n:array[string]=["x"]`,
+		"n:array[bool]=[]", "general.name=x", "n:bool=false", "n:array[float64]=[1e308,-0]"} {
+		f.Add(s)
+	}
+	for _, kv := range in.KVs {
+		f.Add(kv.Key + "=1")
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		kv, err := ParseKV(in, spec)
+		if err != nil {
+			if !errors.Is(err, ErrEdit) {
+				t.Fatalf("%q: %v is no ErrEdit", spec, err)
+			}
+			return
+		}
+		e := gguf.NewEncoder(binary.LittleEndian)
+		e.KV(kv)
+		got, err := gguf.NewDecoder(bytes.NewReader(e.Bytes()), binary.LittleEndian, 0, int64(e.Len())).KV()
+		if err != nil || got.Key != kv.Key || !got.Value.Equal(kv.Value) {
+			t.Fatalf("%q: %#v read back as %#v, %v", spec, kv, got, err)
+		}
+	})
 }
