@@ -15,13 +15,15 @@
 #              (default /work/scratch/llama-build/bin; built outside the
 #              repo from the llama-cpp-python sdist as the reference data's
 #              README says). Without them the llama.cpp columns stay empty.
-#   THREADS (2), CTX (128), REPEAT (4), TEXT.
+#   THREADS (2), CTX (128), REPEAT (4), TEXT, CHUNKS (all: score at most that many chunks).
 #
 # Usage: scripts/bench-ppl.sh MODEL.gguf…   (default: ../shared's tiny-llama and stories260K F32)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${THREADS:-2}
 ctx=${CTX:-128}
+chunks=()
+[ -z "${CHUNKS:-}" ] || chunks=(--chunks "$CHUNKS")
 bin=${LLAMA_BIN:-/work/scratch/llama-build/bin}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ggufkit-bench-ppl.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -47,22 +49,24 @@ for model in "$@"; do
 	name=$(basename "$model" .gguf)
 	# The evaluated tokens: whole chunks of the tokenized text.
 	ntok=$("$tmp/ggufkit" tokenize --plain "$model" <"$text" | wc -w)
-	tokens=$((ntok / ctx * ctx))
+	nchunks=$((ntok / ctx))
+	[ -z "${CHUNKS:-}" ] || nchunks=$((CHUNKS < nchunks ? CHUNKS : nchunks))
+	tokens=$((nchunks * ctx))
 	row() { # TOOL SECONDS LOG
 		local ppl
 		ppl=$(sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' "$3" | tail -1)
 		printf '%-28s %-20s %9s %9s %12s\n' "$name" "$1" "$2" "$(awk "BEGIN { if ($2 > 0) printf \"%.0f\", $tokens / $2; else print \"-\" }")" "${ppl:--}"
 	}
-	s=$(timed "$tmp/p.log" "$tmp/ggufkit" perplexity -m "$model" -f "$text" -c "$ctx" -t "$threads")
+	s=$(timed "$tmp/p.log" "$tmp/ggufkit" perplexity -m "$model" -f "$text" -c "$ctx" -t "$threads" "${chunks[@]}")
 	row "ggufkit perplexity" "$s" "$tmp/p.log"
 	if [ -x "$bin/llama-perplexity" ]; then
-		s=$(timed "$tmp/lp.log" "$bin/llama-perplexity" -m "$model" -f "$text" -c "$ctx" -b "$ctx" -t "$threads")
+		s=$(timed "$tmp/lp.log" "$bin/llama-perplexity" -m "$model" -f "$text" -c "$ctx" -b "$ctx" -t "$threads" "${chunks[@]}")
 		row "llama-perplexity" "$s" "$tmp/lp.log"
 	fi
-	s=$(timed "$tmp/i.log" "$tmp/ggufkit" imatrix -m "$model" -f "$text" -c "$ctx" -t "$threads" -o "$tmp/i.gguf")
+	s=$(timed "$tmp/i.log" "$tmp/ggufkit" imatrix -m "$model" -f "$text" -c "$ctx" -t "$threads" "${chunks[@]}" -o "$tmp/i.gguf")
 	row "ggufkit imatrix" "$s" "$tmp/i.log"
 	if [ -x "$bin/llama-imatrix" ]; then
-		s=$(timed "$tmp/li.log" "$bin/llama-imatrix" -m "$model" -f "$text" -c "$ctx" -b "$ctx" -t "$threads" -o "$tmp/li.gguf")
+		s=$(timed "$tmp/li.log" "$bin/llama-imatrix" -m "$model" -f "$text" -c "$ctx" -b "$ctx" -t "$threads" "${chunks[@]}" -o "$tmp/li.gguf")
 		row "llama-imatrix" "$s" "$tmp/li.log"
 	fi
 done
