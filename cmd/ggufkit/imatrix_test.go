@@ -42,6 +42,9 @@ func TestIMatrixAgainstLlamaCpp(t *testing.T) {
 	}
 	got, want := load(out), load(ref)
 	compareStats(t, got, want, 1)
+	// llama-imatrix built with AVX2 (testdata/README.md) on the same run:
+	// within the issue's 1e-4.
+	compareStatsWithin(t, got, load("testdata/stories260K-imatrix-avx2.gguf"), 1, 1e-4)
 	if got.LastChunk != 7 {
 		t.Errorf("chunk count %d, want 7", got.LastChunk)
 	}
@@ -69,9 +72,11 @@ func TestIMatrixAgainstLlamaCpp(t *testing.T) {
 	}
 }
 
-// sumTolerance bounds the relative difference of a sum from llama-imatrix's:
-// the issue asks for 1e-4; most sums are within it, a few attn_output and
-// ffn_down ones (of 35 × 64 to 172) differ by up to 4e-4 (docs/compat.md).
+// sumTolerance bounds the relative difference of a sum from the reference
+// data's llama-imatrix file, made by a portable (no SIMD) build of
+// llama.cpp: a few attn_output and ffn_down sums differ by up to 4e-4 from
+// it, where llama.cpp's own AVX2 build differs from it by 1.7e-4 and from
+// ggufkit by less than 1e-4 (docs/compat.md).
 const sumTolerance = 5e-4
 
 // compareStats checks got against factor × want entry by entry, each sum
