@@ -239,3 +239,77 @@ func TestIMatrixMoE(t *testing.T) {
 	}
 	compareStatsWithin(t, got, want, 1, 1e-4)
 }
+
+// TestIMatrixOptions checks llama-imatrix's periodic and partial options:
+// --save-frequency copies, --chunks and --chunk limits, --output-format dat,
+// and --process-output on a model with its own output.weight.
+func TestIMatrixOptions(t *testing.T) {
+	const (
+		model = "../../testdata/stories260K/gguf/stories260K-F32.gguf"
+		text  = "../../perplexity/testdata/text.txt"
+	)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.gguf")
+	if _, errs, code := runGGUFKit("imatrix", "-m", model, "-f", text, "-o", out, "-c", "128", "--chunks", "5", "--save-frequency", "2", "--output-frequency", "3", "--no-ppl"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, f := range []string{"m.gguf", "m.gguf.at_2", "m.gguf.at_4"} {
+		m, err := imatrix.Load(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		want := map[string]int{"m.gguf": 5, "m.gguf.at_2": 2, "m.gguf.at_4": 4}[f]
+		if m.ChunkCount != want {
+			t.Errorf("%s: %d chunks, want %d", f, m.ChunkCount, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "m.gguf.at_6")); err == nil {
+		t.Error("a copy beyond --chunks 5")
+	}
+	skip := filepath.Join(dir, "skip.dat")
+	if _, errs, code := runGGUFKit("imatrix", "-m", model, "-f", text, "-o", skip, "--output-format", "dat", "-c", "128", "--chunk", "3", "--no-ppl"); code != 0 {
+		t.Fatalf("--chunk 3: exit %d: %s", code, errs)
+	}
+	if m, err := imatrix.Load(skip); err != nil || !m.Legacy || m.ChunkCount != 4 {
+		t.Errorf("--chunk 3 of 7: %v, %+v", err, m)
+	}
+	if _, _, code := runGGUFKit("imatrix", "-m", model, "-f", text, "-o", skip, "-c", "128", "--chunk", "6"); code == 0 {
+		t.Error("--chunk leaving fewer than two chunks accepted")
+	}
+	if _, _, code := runGGUFKit("imatrix", "-m", model, "-f", text, "-o", skip, "--output-format", "xml"); code == 0 {
+		t.Error("an unknown --output-format accepted")
+	}
+
+	// The mixtral fixture has its own output.weight.
+	mx := filepath.Join(dir, "mixtral-f32.gguf")
+	src := filepath.Join(dir, "mixtral")
+	os.Mkdir(src, 0o755)
+	for _, from := range []string{"../../testdata/convert/mixtral", "../../testdata/convert/tokenizers/tok512"} {
+		entries, _ := os.ReadDir(from)
+		for _, e := range entries {
+			if e.IsDir() || strings.HasSuffix(e.Name(), ".json") && strings.HasPrefix(e.Name(), "expected") || e.Name() == "manifest.json" || strings.HasPrefix(e.Name(), "logits") {
+				continue
+			}
+			b, _ := os.ReadFile(filepath.Join(from, e.Name()))
+			os.WriteFile(filepath.Join(src, e.Name()), b, 0o644)
+		}
+	}
+	if _, errs, code := runGGUFKit("convert", "--outtype", "f32", "--outfile", mx, src); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, errs)
+	}
+	has := func(args ...string) bool {
+		o := filepath.Join(dir, "po.gguf")
+		if _, errs, code := runGGUFKit(append([]string{"imatrix", "-m", mx, "-f", text, "-o", o, "-c", "64", "--no-ppl"}, args...)...); code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		m, err := imatrix.Load(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := m.Weights["output.weight"]
+		return ok
+	}
+	if has() || !has("--process-output") {
+		t.Error("output.weight collected without --process-output, or not with it")
+	}
+}
