@@ -538,8 +538,8 @@ func sourceDType(t *Tensor) readers.DType {
 const chunkValues = 1 << 20
 
 // writeTensor computes, encodes and writes one tensor. A tensor that is a
-// source unchanged streams a bounded number of rows at a time; one with a
-// transform (a permutation, a stack of experts) is computed whole.
+// source unchanged, or a stack of experts, streams a bounded number of rows
+// at a time; one with another transform is computed whole.
 func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) error {
 	cols := t.RowLen()
 	if t.Packed != nil {
@@ -562,6 +562,9 @@ func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) erro
 			}
 		}
 	}
+	if rows, ok := stackedRows(t, cols); ok {
+		return j.writeStacked(ctx, w, t, cols, rows)
+	}
 	if t.Build != nil || len(t.Sources) != 1 {
 		data, err := j.values(ctx, t)
 		if err != nil {
@@ -582,15 +585,19 @@ func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) erro
 			return j.writeDirect(ctx, rr, tw, t, f)
 		}
 	}
-	rows := t.Elements() / cols
-	rowSize, ok := t.Type.RowSize(uint64(cols))
+	return j.streamRows(ctx, tw, t.Type, t.Sources[0].Source, cols, t.Elements()/cols, 0)
+}
+
+// streamRows reads rows of source src a bounded number at a time as
+// float32, encodes them as typ and writes them at row offset at of tw.
+func (j *job) streamRows(ctx context.Context, tw *writer.TensorWriter, typ gguf.Type, src string, cols, rows, at int64) error {
+	rowSize, ok := typ.RowSize(uint64(cols))
 	if !ok {
-		return fmt.Errorf("row of %d values cannot be stored as %s", cols, t.Type)
+		return fmt.Errorf("row of %d values cannot be stored as %s", cols, typ)
 	}
 	step := max(1, chunkValues/cols)
 	vals := make([]float32, min(step, rows)*cols)
 	out := make([]byte, uint64(min(step, rows))*rowSize)
-	src := t.Sources[0].Source
 	for r := int64(0); r < rows; r += step {
 		n := min(step, rows-r)
 		v := vals[:n*cols]
@@ -598,12 +605,48 @@ func (j *job) writeTensor(ctx context.Context, w *writer.Writer, t *Tensor) erro
 			return err
 		}
 		b := out[:uint64(n)*rowSize]
-		if err := j.encodeRows(t.Type, b, v, int(cols)); err != nil {
-			return fmt.Errorf("rows %d…: %w", r, err)
+		if err := j.encodeRows(typ, b, v, int(cols)); err != nil {
+			return fmt.Errorf("rows %d…: %w", at+r, err)
 		}
-		if _, err := tw.WriteAt(b, r*int64(rowSize)); err != nil {
+		if _, err := tw.WriteAt(b, (at+r)*int64(rowSize)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// stackedRows returns, for a tensor that only stacks its sources
+// unchanged (arch.Output's Stacked) into whole rows, each source's row
+// count; ok is false for any other tensor.
+func stackedRows(t *Tensor, cols int64) (rows []int64, ok bool) {
+	if !t.Stacked || len(t.Sources) < 2 || cols <= 0 {
+		return nil, false
+	}
+	var total int64
+	for _, s := range t.Sources {
+		n, err := readers.NumElements(s.Shape)
+		if err != nil || n%cols != 0 {
+			return nil, false
+		}
+		rows = append(rows, n/cols)
+		total += n
+	}
+	return rows, total == t.Elements()
+}
+
+// writeStacked writes a stack of experts source by source, each streamed
+// into its place: never the whole stack in memory.
+func (j *job) writeStacked(ctx context.Context, w *writer.Writer, t *Tensor, cols int64, rows []int64) error {
+	tw, err := w.TensorWriterAt(t.Name)
+	if err != nil {
+		return err
+	}
+	var at int64
+	for i, s := range t.Sources {
+		if err := j.streamRows(ctx, tw, t.Type, s.Source, cols, rows[i], at); err != nil {
+			return err
+		}
+		at += rows[i]
 	}
 	return nil
 }

@@ -114,6 +114,23 @@ func (p *Planned) ReadRows(ctx context.Context, name string, row0, nrows int, ds
 		}
 		return nil
 	}
+	if srcRows, ok := stackedRows(t, cols); ok {
+		// A stack of experts: each requested row straight from its source.
+		r, first := int64(row0), int64(0)
+		for i, n := range srcRows {
+			end := int64(row0 + nrows)
+			if r < end && r < first+n {
+				k := min(end, first+n) - r
+				d := dst[(r-int64(row0))*cols : (r-int64(row0)+k)*cols]
+				if err := p.j.model.Source.ReadFloat32(ctx, t.Sources[i].Source, d, int(r-first), int(k)); err != nil {
+					return fmt.Errorf("convert: tensor %q: %w", name, err)
+				}
+				r += k
+			}
+			first += n
+		}
+		return nil
+	}
 	v, err := p.whole(ctx, t)
 	if err != nil {
 		return fmt.Errorf("convert: tensor %q: %w", name, err)
