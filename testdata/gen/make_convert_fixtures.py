@@ -1118,6 +1118,8 @@ FIXTURES["seedoss"] = dict(
 #                          without a transformers class; needs logits_from=False);
 #   logits_from            the fixture whose logits stand for this one (the same weights stored another
 #                          way), or False for none; default: computed from this fixture's folder;
+#   logits_config(spec)    the transformers config to load the folder with when its config.json is the
+#                          remote code's (keys transformers does not read);
 import glob as _glob
 for _fn in sorted(_glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "*.py"))):
     with open(_fn, encoding="utf-8") as _f:
@@ -1313,7 +1315,8 @@ def write_logits(out, name):
         d = os.path.join(tmp, name)
         assemble(out, name, d)
         model_cls = getattr(transformers, spec["cls"])
-        model = model_cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager")
+        kw = {"config": spec["logits_config"](spec)} if spec.get("logits_config") else {}
+        model = model_cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager", **kw)
         model.eval()
         ids = torch.tensor([prompt["ids"]])
         res = model(input_ids=ids)
@@ -1365,7 +1368,8 @@ def write_logits(out, name):
             info["pooled"] = [float(v) for v in res.logits[0].float().numpy()]
     info["computed_with"] = OrderedDict([
         ("transformers", transformers.__version__), ("torch", torch.__version__),
-        ("load", "%s.from_pretrained(folder, dtype=torch.float32, attn_implementation='eager')" % spec["cls"]),
+        ("load", "%s.from_pretrained(folder, dtype=torch.float32, attn_implementation='eager'%s)"
+         % (spec["cls"], ", config=" + spec["logits_config"].__name__ + "(spec)" if spec.get("logits_config") else "")),
     ])
     write_json(os.path.join(root, "logits.json"), info)
 

@@ -42,11 +42,12 @@ func (p Pooling) String() string {
 
 // IsEncoder reports whether arch is run by Encoder rather than Model: the
 // BERT graph of llama.cpp's src/models/bert.cpp (BERT, RoBERTa,
-// XLM-RoBERTa, CamemBERT and DistilBERT conversions all have arch bert),
-// EuroBERT's (src/models/eurobert.cpp) and ModernBERT's
+// XLM-RoBERTa, CamemBERT and DistilBERT conversions all have arch bert,
+// and Nomic BERT's runs it with rotary positions and a SwiGLU
+// feed-forward), EuroBERT's (src/models/eurobert.cpp) and ModernBERT's
 // (src/models/modern-bert.cpp).
 func IsEncoder(arch string) bool {
-	return arch == "bert" || arch == archEuroBERT || arch == archModernBERT
+	return arch == "bert" || arch == archNomicBERT || arch == archEuroBERT || arch == archModernBERT
 }
 
 // EncoderConfig holds the hyperparameters of a BERT-graph encoder as
@@ -58,7 +59,7 @@ type EncoderConfig struct {
 	Eps                               float32
 	// KVHeads, HeadDim and RopeBase are EuroBERT's and ModernBERT's
 	// (rotary positions, grouped-query attention); Eps is then EuroBERT's
-	// RMS norms' epsilon.
+	// RMS norms' epsilon. Nomic BERT has HeadDim and RopeBase.
 	KVHeads, HeadDim int
 	RopeBase         float32
 	// SWA marks ModernBERT's sliding-window layers, which attend within
@@ -124,21 +125,36 @@ func ParseEncoderConfig(md Metadata) (*EncoderConfig, error) {
 		if err := parseModernBERT(r, c); err != nil {
 			return nil, err
 		}
+	case archNomicBERT:
+		if err := parseBERT(r, c); err != nil {
+			return nil, err
+		}
+		if err := parseNomicBERT(r, c); err != nil {
+			return nil, err
+		}
 	default:
-		if _, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.Eps, true); err != nil {
+		if err := parseBERT(r, c); err != nil {
 			return nil, err
-		}
-		if _, err := r.u32(gguf.KeyTokenizerTokenTypeCount, &c.TokenTypes, false); err != nil {
-			return nil, err
-		}
-		if c.TokenTypes == 0 {
-			return nil, fmt.Errorf("%w: %s model needs to define token type count (%s)", ErrMetadata, r.arch, gguf.KeyTokenizerTokenTypeCount)
 		}
 	}
 	if err := readPooling(r, r.key("pooling_type"), &c.Pooling); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// parseBERT reads the BERT graph's layer-norm epsilon and token type count.
+func parseBERT(r *kvReader, c *EncoderConfig) error {
+	if _, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.Eps, true); err != nil {
+		return err
+	}
+	if _, err := r.u32(gguf.KeyTokenizerTokenTypeCount, &c.TokenTypes, false); err != nil {
+		return err
+	}
+	if c.TokenTypes == 0 {
+		return fmt.Errorf("%w: %s model needs to define token type count (%s)", ErrMetadata, r.arch, gguf.KeyTokenizerTokenTypeCount)
+	}
+	return nil
 }
 
 // readPooling reads an optional pooling type key into dst.
@@ -156,8 +172,9 @@ func readPooling(r *kvReader, key string, dst *Pooling) error {
 }
 
 // encLayer is one block's weights, each matrix as out rows of in values.
+// gate is Nomic BERT's SwiGLU gate (nil for BERT's GELU feed-forward).
 type encLayer struct {
-	q, k, v, o, up, down                     []float32
+	q, k, v, o, up, down, gate               []float32
 	qb, kb, vb, ob, upb, downb               []float32
 	attnNormW, attnNormB, outNormW, outNormB []float32
 }
@@ -208,7 +225,10 @@ func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 		l.err = fmt.Errorf("%w: tensor token_embd.weight missing or not 2-D", ErrWeights)
 	}
 	e.typ = l.get("token_types.weight", n, c.TokenTypes, false)
-	e.pos = l.get("position_embd.weight", n, c.CtxTrain, true)
+	rotary := c.Arch == archNomicBERT
+	if !rotary {
+		e.pos = l.get("position_embd.weight", n, c.CtxTrain, true)
+	}
 	e.normW = l.get("token_embd_norm.weight", n, 1, true)
 	e.normB = l.get("token_embd_norm.bias", n, 1, true)
 	e.layers = make([]encLayer, c.Layers)
@@ -216,15 +236,28 @@ func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 		L := &e.layers[i]
 		b := fmt.Sprintf("blk.%d.", i)
 		if _, fused := w.Tensor(b + "attn_qkv.weight"); fused {
-			return nil, fmt.Errorf("%w: fused %sattn_qkv", ErrUnsupported, b)
+			// llama.cpp's build_qkv views the fused output as q, k, v in turn.
+			qkv, qkvb := l.get(b+"attn_qkv.weight", n, 3*n, true), l.get(b+"attn_qkv.bias", 3*n, 1, false)
+			if qkv != nil {
+				L.q, L.k, L.v = qkv[:n*n], qkv[n*n:2*n*n], qkv[2*n*n:]
+			}
+			if qkvb != nil {
+				L.qb, L.kb, L.vb = qkvb[:n], qkvb[n:2*n], qkvb[2*n:]
+			}
+		} else {
+			L.q, L.qb = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
+			L.k, L.kb = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
+			L.v, L.vb = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
 		}
-		L.q, L.qb = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
-		L.k, L.kb = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
-		L.v, L.vb = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
 		L.o, L.ob = l.get(b+"attn_output.weight", n, n, true), l.get(b+"attn_output.bias", n, 1, false)
 		L.attnNormW, L.attnNormB = l.get(b+"attn_output_norm.weight", n, 1, true), l.get(b+"attn_output_norm.bias", n, 1, true)
-		L.up, L.upb = l.get(b+"ffn_up.weight", n, c.FF, true), l.get(b+"ffn_up.bias", c.FF, 1, false)
-		L.down, L.downb = l.get(b+"ffn_down.weight", c.FF, n, true), l.get(b+"ffn_down.bias", n, 1, false)
+		L.up, L.down = l.get(b+"ffn_up.weight", n, c.FF, true), l.get(b+"ffn_down.weight", c.FF, n, true)
+		if rotary {
+			// Nomic BERT's graph runs the SwiGLU feed-forward without biases.
+			L.gate = l.get(b+"ffn_gate.weight", n, c.FF, true)
+		} else {
+			L.upb, L.downb = l.get(b+"ffn_up.bias", c.FF, 1, false), l.get(b+"ffn_down.bias", n, 1, false)
+		}
 		L.outNormW, L.outNormB = l.get(b+"layer_output_norm.weight", n, 1, true), l.get(b+"layer_output_norm.bias", n, 1, true)
 	}
 	e.loadClassifier(l)
@@ -301,7 +334,8 @@ func linear(out []float32, w, b, x []float32) {
 
 // Hidden runs the encoder over ids (token type 0, positions from 0, every
 // token attending to every other) and returns the last hidden state of
-// each token: llama.cpp's result_embd.
+// each token: llama.cpp's result_embd. Nomic BERT's positions are NeoX
+// rotations of each head's queries and keys instead of a learned table.
 func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 	c := e.Config
 	n := c.Embd
@@ -312,7 +346,7 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 	if e.graph != nil {
 		return e.graph.hidden(ctx, c, ids)
 	}
-	if T > c.CtxTrain {
+	if e.pos != nil && T > c.CtxTrain {
 		return nil, fmt.Errorf("%w: %d tokens exceed the %d learned positions", ErrUnsupported, T, c.CtxTrain)
 	}
 	vocab := len(e.tok) / n
@@ -329,19 +363,29 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 				row[j] += e.typ[j]
 			}
 		}
-		for j := range row {
-			row[j] = e.pos[i*n+j] + row[j]
+		if e.pos != nil {
+			for j := range row {
+				row[j] = e.pos[i*n+j] + row[j]
+			}
 		}
 		layerNorm(tmp, row, e.normW, e.normB, c.Eps)
 		copy(row, tmp)
 		x[i] = row
 	}
 	hd := n / c.Heads
+	var caches [][]float32
+	if e.pos == nil {
+		rc := &Config{RopeAttnFactor: 1}
+		caches = alloc2(T, hd)
+		for p := range caches {
+			ropeCache(caches[p], p, hd, c.RopeBase, 1, nil, rc)
+		}
+	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	q, k, v := alloc2(T, n), alloc2(T, n), alloc2(T, n)
 	attn := alloc2(T, n)
 	scores := make([]float32, T)
-	up := make([]float32, c.FF)
+	up, gate := make([]float32, c.FF), make([]float32, c.FF)
 	cur := make([]float32, n)
 	for il := range e.layers {
 		if err := ctx.Err(); err != nil {
@@ -352,6 +396,10 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 			linear(q[t], L.q, L.qb, x[t])
 			linear(k[t], L.k, L.kb, x[t])
 			linear(v[t], L.v, L.vb, x[t])
+			for h := 0; caches != nil && h < c.Heads; h++ {
+				rope(q[t][h*hd:(h+1)*hd], caches[t], hd, ropeNeox)
+				rope(k[t][h*hd:(h+1)*hd], caches[t], hd, ropeNeox)
+			}
 		}
 		for t := 0; t < T; t++ {
 			for h := 0; h < c.Heads; h++ {
@@ -377,8 +425,15 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 			layerNorm(tmp, cur, L.attnNormW, L.attnNormB, c.Eps)
 			ffnIn := append([]float32(nil), tmp...)
 			linear(up, L.up, L.upb, ffnIn)
-			for j, u := range up {
-				up[j] = gelu(u)
+			if L.gate != nil {
+				linear(gate, L.gate, nil, ffnIn)
+				for j, g := range gate {
+					up[j] *= silu(g)
+				}
+			} else {
+				for j, u := range up {
+					up[j] = gelu(u)
+				}
 			}
 			linear(cur, L.down, L.downb, up)
 			for j := range cur {

@@ -1,0 +1,132 @@
+package forward
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/gguf"
+)
+
+// nomicShrunk is the nomicbert fixture's conversion with its real sizes:
+// the converter (as llama.cpp's) reads transformers' NomicBertConfig,
+// whose fields are not the remote config's, and writes the defaults of
+// nomic-embed-text-v1.5 (768 wide, 12 blocks), which the shrunken tensors
+// do not fit.
+func nomicShrunk(md Metadata) Metadata {
+	for _, kv := range []struct {
+		suffix string
+		v      uint32
+	}{
+		{gguf.SuffixEmbeddingLength, 16}, {gguf.SuffixBlockCount, 2}, {gguf.SuffixFeedForwardLength, 32},
+		{gguf.SuffixHeadCount, 2}, {gguf.SuffixKeyLength, 8}, {gguf.SuffixValueLength, 8},
+	} {
+		md = withKV{md, archNomicBERT + "." + kv.suffix, gguf.Uint32(kv.v)}
+	}
+	return md
+}
+
+// TestNomicBERT runs Nomic BERT's graph (BERT's with fused QKV, NeoX
+// rotary positions and a SwiGLU feed-forward) on the nomicbert fixture's
+// F32 conversion and compares every token's last hidden state and the
+// mean-pooled output with transformers' NomicBertModel: cosine ≥ 0.99999.
+// A rotary base other than the file's, or queries and keys swapped, moves
+// them off.
+func TestNomicBERT(t *testing.T) {
+	f := convertFixture(t, "nomicbert")
+	want := readTransformersLogits(t, "nomicbert")
+	var ref encoderReference
+	raw, err := os.ReadFile(filepath.Join(fixtures, "nomicbert", "logits.json"))
+	if err == nil {
+		err = json.Unmarshal(raw, &ref)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapQK := func(e *Encoder) {
+		for i := range e.layers {
+			L := &e.layers[i]
+			L.q, L.k = L.k, L.q
+		}
+	}
+	tests := []struct {
+		name   string
+		md     func(Metadata) Metadata
+		break_ func(*Encoder)
+		good   bool
+	}{
+		{"file", func(md Metadata) Metadata { return md }, nil, true},
+		{"rope base 10000", func(md Metadata) Metadata {
+			return withKV{md, "nomic-bert.rope.freq_base", gguf.Float32(10000)}
+		}, nil, false},
+		{"query and key swapped", func(md Metadata) Metadata { return md }, swapQK, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseEncoderConfig(tc.md(nomicShrunk(f)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Pooling != PoolingMean || c.RopeBase == 0 {
+				t.Fatalf("pooling %v, rope base %g; want mean and the file's base", c.Pooling, c.RopeBase)
+			}
+			e, err := LoadEncoder(c, GGUFWeights(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.break_ != nil {
+				tc.break_(e)
+			}
+			hidden, err := e.Hidden(context.Background(), want.PromptIDs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			least := 1.0
+			for i, row := range want.logits {
+				least = min(least, Cosine(hidden[want.Positions[i]], row))
+			}
+			pooled, err := e.Pool(hidden, c.Pooling)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("hidden states: least cosine %.8f; mean-pooled cosine %.8f", least, Cosine(pooled, ref.Pooled))
+			if !tc.good {
+				if least > 0.999 {
+					t.Errorf("least hidden state cosine %.7f: the broken graph matches transformers", least)
+				}
+				return
+			}
+			if least < 0.99999 {
+				t.Errorf("least hidden state cosine %.7f < 0.99999", least)
+			}
+			checkPooled(t, PoolingMean, pooled, ref.Pooled)
+		})
+	}
+}
+
+// TestNomicBERTMetadata: a head size that does not split the embedding
+// and a partial rotation are refused.
+func TestNomicBERTMetadata(t *testing.T) {
+	f := convertFixture(t, "nomicbert")
+	tests := []struct {
+		name, key string
+		v         gguf.Value
+		want      error
+	}{
+		{"key length", "nomic-bert.attention.key_length", gguf.Uint32(4), ErrMetadata},
+		{"partial rotation", "nomic-bert.rope.dimension_count", gguf.Uint32(4), ErrUnsupported},
+		{"rope base", "nomic-bert.rope.freq_base", gguf.Float32(0), ErrMetadata},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseEncoderConfig(withKV{nomicShrunk(f), tc.key, tc.v})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("error %v, want %v", err, tc.want)
+			}
+			t.Log(err)
+		})
+	}
+}
