@@ -66,6 +66,12 @@ type mmFamily struct {
 	// audio and noVision are the class's has_audio_encoder and (negated)
 	// has_vision_encoder.
 	audio, noVision bool
+	// optionalAudio: the class drops has_audio_encoder when the config's
+	// audio_config is absent or empty (its block count stays 128).
+	optionalAudio bool
+	// suffixes are map_tensor_name's try_suffixes beyond ".weight" and
+	// ".bias" (the clamp bounds of clipped linears).
+	suffixes []string
 	// check validates the class's config (its __init__) and may set
 	// defaults in the tower configs.
 	check func(m *mmproj, dir string) error
@@ -118,6 +124,8 @@ type mmproj struct {
 	blocks    int
 	names     *NameMap
 	ft        gguf.FileType
+	// audio is has_audio_encoder.
+	audio bool
 }
 
 // NewMMProj builds the projector model of the checkpoint in dir described
@@ -159,7 +167,8 @@ func NewMMProj(h HParams, dir string) (Model, error) {
 			return nil, err
 		}
 	}
-	if fam.audio && m.a == nil {
+	m.audio = fam.audio && (len(m.a) > 0 || !fam.optionalAudio)
+	if fam.audio && !fam.optionalAudio && m.a == nil {
 		return nil, fmt.Errorf("%w: %s's projector needs an audio tower, config.json has no audio_config", ErrNoTower, name)
 	}
 	if !fam.noVision && m.v == nil {
@@ -365,6 +374,13 @@ func (m *mmproj) Modify(in Input, bid int) ([]Output, error) {
 // by build (nil: in unchanged).
 func (m *mmproj) mapped(in Input, name string, bid int, build func([][]float32) ([]float32, error)) ([]Output, error) {
 	_, gname, ok := m.names.Lookup(name)
+	for _, suf := range m.fam.suffixes {
+		if stem, cut := strings.CutSuffix(name, suf); !ok && cut {
+			if _, g, found := m.names.Lookup(stem); found {
+				gname, ok = g+suf, true
+			}
+		}
+	}
 	if !ok {
 		return nil, fmt.Errorf("can not map tensor %q", name)
 	}
@@ -424,7 +440,7 @@ func (m *mmproj) Params(ft gguf.FileType) ([]gguf.KV, error) {
 			k.l.Set(p.key, a)
 		}
 	}
-	if m.fam.audio {
+	if m.audio {
 		k.l.Set(KeyHasAudioEncoder, gguf.Bool(true))
 		k.l.Set(KeyAudioProjectionDim, gguf.Uint32(uint32(m.nEmbdText)))
 		for _, p := range []struct {

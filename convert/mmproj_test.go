@@ -102,11 +102,11 @@ func TestMMProjErrors(t *testing.T) {
 	}
 	// A multimodal checkpoint whose projector is not converted: the error
 	// names the tower found and the projectors converted.
-	dir = filepath.Join(fixtures, "gemma4")
+	dir = filepath.Join(fixtures, "gemma3n")
 	src = assemble(t, dir, loadFixture(t, dir), false)
 	_, err = Run(context.Background(), src, Options{OutType: "f16", MMProj: true, DryRun: true})
 	var unsup *arch.UnsupportedError
-	if !errors.As(err, &unsup) || !strings.Contains(err.Error(), `a vision tower of model_type "gemma4_vision"`) ||
+	if !errors.As(err, &unsup) || !strings.Contains(err.Error(), `a vision tower of model_type "gemma3n_vision"`) ||
 		!strings.Contains(err.Error(), "Gemma3ForConditionalGeneration") {
 		t.Errorf("unconverted projector: %v", err)
 	}

@@ -94,6 +94,10 @@ var projectorRules = map[string]projectorRule{
 		tensors: []tensorRule{{"a.conv1d.1.weight", []string{"", "", "E"}}, {"a.conv1d.2.weight", []string{"", "E", "E"}},
 			{"a.position_embd.weight", []string{"E", ""}}, {"a.post_ln.weight", []string{"E"}}, {"mm.a.mlp.1.weight", []string{"F", "D"}},
 			{"mm.a.mlp.2.weight", []string{"D", "D"}}}},
+	"gemma4v": {what: "Gemma 4: ViT with clipped linears, 2-D position table, pooling and linear projector (and, in the same file " +
+		"when the checkpoint has one, a conformer audio tower: clip.audio.projector_type gemma4a)", gate: true,
+		tensors: []tensorRule{{"v.patch_embd.weight", []string{"P", "P", "", "E"}}, {"v.position_embd.weight", []string{"E", "", ""}},
+			{"mm.input_projection.weight", []string{"E", "D"}}}},
 	"llama4": {what: "Llama 4: tower with a class embedding, pixel-shuffle MLP adapter, linear projector", ln2: "attn_post_norm",
 		tensors: []tensorRule{{"v.patch_embd.weight", []string{"", "E"}}, {"v.class_embd", []string{"E"}},
 			{"v.position_embd.weight", []string{"E", ""}}, {"v.pre_ln.weight", []string{"E"}}, {"v.post_ln.weight", []string{"E"}},
@@ -101,12 +105,17 @@ var projectorRules = map[string]projectorRule{
 }
 
 // ReadMMProj reads a projector file's clip.* keys; problems are the keys
-// that are missing or of the wrong type.
+// that are missing or of the wrong type. The projector is
+// clip.projector_type, or for a file with one per tower (Gemma 4) the
+// vision tower's, else the audio tower's.
 func ReadMMProj(f *File) (*MMProjInfo, []Problem) {
 	var probs []Problem
 	info := &MMProjInfo{}
-	if v, ok := f.KV("clip.projector_type"); ok {
-		info.Projector, _ = v.Str()
+	for _, key := range []string{"clip.projector_type", "clip.vision.projector_type", "clip.audio.projector_type"} {
+		if v, ok := f.KV(key); ok {
+			info.Projector, _ = v.Str()
+			break
+		}
 	}
 	rule, known := projectorRules[info.Projector]
 	info.Known, info.What = known, rule.what
