@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"syscall"
 	"time"
 
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
@@ -114,13 +113,4 @@ func run(path string, threads, prompt, gen, runs int) error {
 func hasTensor(f *ggufread.File, name string) bool {
 	_, ok := f.Tensor(name)
 	return ok
-}
-
-// cpuTime is the user and system time the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
