@@ -276,7 +276,7 @@ func deriveGemma4(h HParams) {
 	}
 	kEqV := true // getattr(self, "attention_k_eq_v", True)
 	if v, ok := h["attention_k_eq_v"]; ok {
-		kEqV = truthy(v)
+		kEqV = Truthy(v)
 	}
 	per := map[string]any{}
 	types, _ := h["layer_types"].([]any)

@@ -324,7 +324,7 @@ func (m *deepseek2) Params(ft gguf.FileType) ([]gguf.KV, error) {
 			return nil, err
 		}
 	}
-	if v, ok := h["norm_topk_prob"]; ok && truthy(v) {
+	if v, ok := h["norm_topk_prob"]; ok && Truthy(v) {
 		// add_expert_weights_norm(norm_topk_prob): a bool key.
 		b, isBool := v.(bool)
 		if !isBool {

@@ -61,7 +61,7 @@ func (m *dots1) Params(ft gguf.FileType) ([]gguf.KV, error) {
 		return nil, &ConfigError{Key: "norm_topk_prob", Value: nil, Msg: "is missing"}
 	}
 	// add_bool packs with struct's "?", which takes any value's truth.
-	k.l.Set(k.key("expert_weights_norm"), gguf.Bool(truthy(norm)))
+	k.l.Set(k.key("expert_weights_norm"), gguf.Bool(Truthy(norm)))
 	return k.l.KVs(), nil
 }
 

@@ -151,7 +151,7 @@ func (m *gemma4) Params(ft gguf.FileType) ([]gguf.KV, error) {
 		return nil, err
 	}
 	var nPL any = 0
-	if v := h["hidden_size_per_layer_input"]; truthy(v) {
+	if v := h["hidden_size_per_layer_input"]; Truthy(v) {
 		nPL = v
 	}
 	if err := k.u32("embedding_length_per_layer_input", nPL); err != nil {
@@ -196,7 +196,7 @@ func (m *gemma4) Params(ft gguf.FileType) ([]gguf.KV, error) {
 	if err != nil {
 		return nil, &ConfigError{Key: "num_kv_shared_layers", Value: shared, Msg: "is not an integer"}
 	}
-	if truthy(h["use_double_wide_mlp"]) {
+	if Truthy(h["use_double_wide_mlp"]) {
 		nFF, err := h.MustInt("intermediate_size")
 		if err != nil {
 			return nil, err

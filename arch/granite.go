@@ -24,7 +24,7 @@ type granite struct{ *llama }
 
 func newGranite(h HParams, dir string) (Model, error) {
 	for _, key := range []string{"spatial_target_layers", "deepstack_layer_map"} {
-		if v, ok := h[key]; ok && truthy(v) {
+		if v, ok := h[key]; ok && Truthy(v) {
 			return nil, fmt.Errorf("arch: Granite 4 Vision models (%s) are not supported", key)
 		}
 	}
@@ -59,7 +59,7 @@ func (m *granite) Params(ft gguf.FileType) ([]gguf.KV, error) {
 	k := &kv{arch: m.arch}
 	k.l.Append(kvs...)
 	for _, s := range graniteScales {
-		if v, ok := m.h[s.key]; ok && truthy(v) {
+		if v, ok := m.h[s.key]; ok && Truthy(v) {
 			if err := k.f32(s.suffix, v); err != nil {
 				return nil, err
 			}
@@ -78,8 +78,9 @@ func (m *granite) Filter(name string) (string, bool) {
 	return m.llama.Filter(name)
 }
 
-// truthy is Python's truth value of a decoded JSON value.
-func truthy(v any) bool {
+// Truthy is Python's truth value of a decoded JSON value: false for null,
+// false, 0, "" and an empty list or object.
+func Truthy(v any) bool {
 	switch x := v.(type) {
 	case nil:
 		return false

@@ -43,7 +43,7 @@ func (m *graniteMoe) Params(ft gguf.FileType) ([]gguf.KV, error) {
 		return nil, err
 	}
 	v, ok := m.h["shared_intermediate_size"]
-	if !ok || !truthy(v) {
+	if !ok || !Truthy(v) {
 		return kvs, nil
 	}
 	k := &kv{arch: m.arch}
@@ -67,10 +67,10 @@ func (m *graniteMoe) Modify(in Input, bid int) ([]Output, error) {
 		key, parts = "intermediate_size", [2]string{"ffn_gate_exps", "ffn_up_exps"}
 	case strings.HasSuffix(in.Name, "shared_mlp.input_linear.weight"):
 		key, parts = "shared_intermediate_size", [2]string{"ffn_gate_shexp", "ffn_up_shexp"}
-		if !truthy(m.h["num_local_experts"]) {
+		if !Truthy(m.h["num_local_experts"]) {
 			parts = [2]string{"ffn_gate", "ffn_up"}
 		}
-	case !truthy(m.h["num_local_experts"]) && strings.HasSuffix(in.Name, "shared_mlp.output_linear.weight"):
+	case !Truthy(m.h["num_local_experts"]) && strings.HasSuffix(in.Name, "shared_mlp.output_linear.weight"):
 		return m.split(in, bid, nil, "ffn_down")
 	default:
 		return m.granite.Modify(in, bid)

@@ -134,7 +134,7 @@ func (m *hunYuanDense) Params(ft gguf.FileType) ([]gguf.KV, error) {
 
 // Modify is HunYuanModel.modify_tensors: lm_head dropped when tied.
 func (m *hunYuanDense) Modify(in Input, bid int) ([]Output, error) {
-	if in.Name == "lm_head.weight" && truthy(m.h["tie_word_embeddings"]) {
+	if in.Name == "lm_head.weight" && Truthy(m.h["tie_word_embeddings"]) {
 		return nil, nil
 	}
 	return m.mapped(in, in.Name, bid, nil)

@@ -256,7 +256,7 @@ func newGraniteHybrid(h HParams, dir string) (Model, error) {
 		// Every layer attention: plain granite or granitemoe (the name map
 		// stays granitehybrid's, as the converter built it first).
 		m.arch = "granite"
-		if v, _, ok := hfind(h, "num_experts_per_tok", "num_experts_per_token"); ok && truthy(v) {
+		if v, _, ok := hfind(h, "num_experts_per_tok", "num_experts_per_token"); ok && Truthy(v) {
 			m.arch = "granitemoe"
 		}
 	}
@@ -390,7 +390,7 @@ func (m *graniteHybrid) Params(ft gguf.FileType) ([]gguf.KV, error) {
 			kvVec[i] = nKV
 		}
 	}
-	if v, ok := h["attn_rotary_emb"]; ok && truthy(v) {
+	if v, ok := h["attn_rotary_emb"]; ok && Truthy(v) {
 		if err := k.u32("rope.dimension_count", v); err != nil {
 			return nil, err
 		}

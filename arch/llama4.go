@@ -187,7 +187,7 @@ func deriveLlama4LayerTypes(h HParams) {
 	chunked := !unset(h, "attention_chunk_size")
 	types := make([]any, len(noRope))
 	for i, v := range noRope {
-		if truthy(v) && chunked {
+		if Truthy(v) && chunked {
 			types[i] = "chunked_attention"
 		} else {
 			types[i] = "full_attention"

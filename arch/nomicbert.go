@@ -28,7 +28,7 @@ type nomicBert struct {
 const maxTokenizerJSON = 1 << 28
 
 func newNomicBert(h HParams, dir string) (Model, error) {
-	if moe := h["moe_every_n_layers"]; truthy(moe) {
+	if moe := h["moe_every_n_layers"]; Truthy(moe) {
 		return nil, &ConfigError{Key: "moe_every_n_layers", Value: moe, Msg: "makes a nomic-bert-moe model, whose XLM-R " +
 			"Unigram vocabulary ggufkit does not convert"}
 	}

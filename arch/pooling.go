@@ -96,13 +96,13 @@ func readPooling(path string) (uint32, error) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
-	truthy := func(k string) bool { v, _ := p[k].(bool); return v }
+	isTrue := func(k string) bool { v, _ := p[k].(bool); return v }
 	switch {
-	case truthy("pooling_mode_mean_tokens"):
+	case isTrue("pooling_mode_mean_tokens"):
 		return poolingMean, nil
-	case truthy("pooling_mode_cls_token"):
+	case isTrue("pooling_mode_cls_token"):
 		return poolingCLS, nil
-	case truthy("pooling_mode_lasttoken"):
+	case isTrue("pooling_mode_lasttoken"):
 		return poolingLast, nil
 	}
 	modes := map[string]uint32{"mean": poolingMean, "cls": poolingCLS, "lasttoken": poolingLast}

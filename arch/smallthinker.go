@@ -56,11 +56,11 @@ func (m *smallThinker) Params(ft gguf.FileType) ([]gguf.KV, error) {
 		}
 	}
 	gating := uint32(2) // ExpertGatingFuncType.SIGMOID
-	if truthy(h["moe_primary_router_apply_softmax"]) {
+	if Truthy(h["moe_primary_router_apply_softmax"]) {
 		gating = 1 // SOFTMAX
 	}
 	k.l.Set(k.key("expert_gating_func"), gguf.Uint32(gating))
-	if layout := h["sliding_window_layout"]; truthy(layout) {
+	if layout := h["sliding_window_layout"]; Truthy(layout) {
 		list, ok := layout.([]any)
 		if !ok {
 			return nil, &ConfigError{Key: "sliding_window_layout", Value: layout, Msg: "is not a list"}
@@ -70,7 +70,7 @@ func (m *smallThinker) Params(ft gguf.FileType) ([]gguf.KV, error) {
 			if f, err := asFloat(e); e == false || (err == nil && f == 0) {
 				continue
 			}
-			if sw := h["sliding_window_size"]; truthy(sw) {
+			if sw := h["sliding_window_size"]; Truthy(sw) {
 				if err := k.u32("attention.sliding_window", sw); err != nil {
 					return nil, err
 				}

@@ -217,8 +217,8 @@ func TestGraniteFilterAndTruthy(t *testing.T) {
 		want bool
 	}{{`0`, false}, {`0.0`, false}, {`1e-3`, true}, {`null`, false}, {`""`, false}, {`[]`, false}, {`[0]`, true}, {`true`, true}} {
 		h := hp(t, `{"v":`+tc.js+`}`)
-		if got := truthy(h["v"]); got != tc.want {
-			t.Errorf("truthy(%s) = %v", tc.js, got)
+		if got := Truthy(h["v"]); got != tc.want {
+			t.Errorf("Truthy(%s) = %v", tc.js, got)
 		}
 	}
 }

@@ -286,27 +286,6 @@ func readLoRAConfig(dir string) (map[string]any, error) {
 	return m, nil
 }
 
-// truthy tells whether a JSON value is set the way Python's truth test
-// sees it: not null, false, 0, "" or an empty list or object.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	case interface{ Float64() (float64, error) }:
-		f, err := x.Float64()
-		return err != nil || f != 0
-	}
-	return true
-}
-
 // checkLoRAConfig returns lora_alpha and the aLoRA invocation tokens, and
 // refuses what convert_lora_to_gguf.py cannot carry into the GGUF, which
 // holds one alpha and plain B·A pairs.
@@ -325,7 +304,7 @@ func checkLoRAConfig(cfg map[string]any) (float32, []uint32, error) {
 		{"lora_bias", "LoRA biases (lora_bias) are not part of a GGUF LoRA adapter"},
 	}
 	for _, r := range refusals {
-		if truthy(cfg[r.key]) {
+		if arch.Truthy(cfg[r.key]) {
 			return 0, nil, errors.New(r.why)
 		}
 	}
@@ -338,7 +317,7 @@ func checkLoRAConfig(cfg map[string]any) (float32, []uint32, error) {
 		return 0, nil, fmt.Errorf("lora_alpha %v is not a number", cfg["lora_alpha"])
 	}
 	var tokens []uint32
-	if truthy(cfg["alora_invocation_tokens"]) {
+	if arch.Truthy(cfg["alora_invocation_tokens"]) {
 		list, ok := cfg["alora_invocation_tokens"].([]any)
 		if !ok {
 			return 0, nil, fmt.Errorf("alora_invocation_tokens %v is not a list of token ids", cfg["alora_invocation_tokens"])
@@ -354,7 +333,7 @@ func checkLoRAConfig(cfg map[string]any) (float32, []uint32, error) {
 			}
 			tokens = append(tokens, uint32(id))
 		}
-	} else if truthy(cfg["invocation_string"]) {
+	} else if arch.Truthy(cfg["invocation_string"]) {
 		return 0, nil, errors.New("invocation_string needs the base model's tokenizer to become alora_invocation_tokens " +
 			"(convert_lora_to_gguf.py loads it with transformers); ggufkit does not: put the token ids in " +
 			"adapter_config.json's alora_invocation_tokens")

@@ -70,6 +70,10 @@ func TestFixtures(t *testing.T) {
 		{"olmo2", "Norms after attention, not before"},
 		{"commandr", "Attention and FFN side by side"},
 		{"falcon", "Two norms, one parallel block"},
+		// State-space models (issue 16).
+		{"mamba", "A selective scan over the prompt"},
+		{"falconmamba", "Normalised time steps, B and C"},
+		{"mamba2", "Once upon a time there was"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
