@@ -55,7 +55,7 @@ var qwen2VLVision = &mmFamily{
 	modify: func(m *mmproj, in Input, bid int) ([]Output, bool, error) {
 		switch {
 		case strings.Contains(in.Name, ".qkv."):
-			outs, err := m.splitQKV(in, bid)
+			outs, err := m.splitQKV(in, bid, "qkv", "%s")
 			return outs, true, err
 		case strings.Contains(in.Name, "patch_embed.proj.weight"):
 			outs, err := splitConv3D(in, bid)
@@ -93,20 +93,21 @@ func windowPattern(v any) (int64, error) {
 }
 
 // splitQKV maps a fused QKV weight or bias as three tensors, the thirds of
-// its rows, named with q, k and v for qkv.
-func (m *mmproj) splitQKV(in Input, bid int) ([]Output, error) {
+// its rows, named with the first fused in the name replaced by part (a
+// format of q, k and v in turn).
+func (m *mmproj) splitQKV(in Input, bid int, fused, part string) ([]Output, error) {
 	if len(in.Shape) == 0 || in.Shape[0]%3 != 0 {
 		return nil, fmt.Errorf("fused QKV of shape %v: rows not a multiple of 3", in.Shape)
 	}
 	c := in.Shape[0] / 3
 	var outs []Output
-	for i, part := range []string{"q", "k", "v"} {
+	for i, p := range []string{"q", "k", "v"} {
 		order := make([]int64, c)
 		for r := range order {
 			order[r] = int64(i)*c + int64(r)
 		}
 		shape := append([]int64{c}, in.Shape[1:]...)
-		o, err := m.mapped(in, strings.Replace(in.Name, "qkv", part, 1), bid, selectRows(in.Shape, order))
+		o, err := m.mapped(in, strings.Replace(in.Name, fused, fmt.Sprintf(part, p), 1), bid, selectRows(in.Shape, order))
 		if err != nil {
 			return nil, err
 		}

@@ -70,6 +70,9 @@ var mmprojAliases = map[string]bool{
 	"SmolVLMForConditionalGeneration": true,
 	// Qwen2VLVisionModel: the base model class of the qwen2vl fixture's.
 	"Qwen2VLModel": true,
+	// InternVisionModel: the vision_config.architectures that picks the
+	// class of the internvl and internvlchat fixtures.
+	"InternVisionModel": true,
 }
 
 // TestMMProjFileName checks the converter's default name: "mmproj-", the
