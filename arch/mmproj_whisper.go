@@ -53,20 +53,42 @@ var qwen2Audio = &mmFamily{
 	},
 }
 
-var voxtralAudio = func() *mmFamily {
+// whisperAs is Qwen2-Audio's family with its projector type, and the
+// stack factor stack gives, written over (the converter's subclasses of
+// WhisperEncoderModel).
+func whisperAs(projector string, stack func(m *mmproj) (any, error)) *mmFamily {
 	f := *qwen2Audio
 	f.params = func(m *mmproj, k *kv) error {
 		if err := qwen2Audio.params(m, k); err != nil {
 			return err
 		}
-		k.l.Set(KeyProjectorType, gguf.String("voxtral"))
-		k.l.Set("clip.audio.projector.stack_factor", gguf.Uint32(4)) // intermediate_size / hidden_size
-		return nil
+		k.l.Set(KeyProjectorType, gguf.String(projector))
+		n, err := stack(m)
+		if err != nil {
+			return err
+		}
+		return k.u32("audio.projector.stack_factor", n)
 	}
 	return &f
-}()
+}
+
+// Voxtral's (VoxtralWhisperEncoderModel): a stack factor of 4, its
+// intermediate_size over hidden_size.
+var voxtralAudio = whisperAs("voxtral", func(*mmproj) (any, error) { return 4, nil })
+
+// Ultravox's (UltravoxWhisperEncoderModel): the config's stack_factor, and
+// its stacking projector (ln_pre, linear_1, ln_mid, linear_2) through the
+// name table.
+var ultravoxAudio = whisperAs("ultravox", func(m *mmproj) (any, error) {
+	n, ok := m.g["stack_factor"]
+	if !ok {
+		return nil, &ConfigError{Key: "stack_factor", Msg: "is required for Ultravox's projector"}
+	}
+	return n, nil
+})
 
 func init() {
 	registerMM(qwen2Audio, "Qwen2AudioForConditionalGeneration")
 	registerMM(voxtralAudio, "VoxtralForConditionalGeneration")
+	registerMM(ultravoxAudio, "UltravoxModel")
 }

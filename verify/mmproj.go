@@ -98,6 +98,10 @@ var projectorRules = map[string]projectorRule{
 		tensors: []tensorRule{{"a.conv1d.1.weight", []string{"", "", "E"}}, {"a.conv1d.2.weight", []string{"", "E", "E"}},
 			{"a.position_embd.weight", []string{"E", ""}}, {"a.post_ln.weight", []string{"E"}}, {"mm.a.mlp.1.weight", []string{"F", "D"}},
 			{"mm.a.mlp.2.weight", []string{"D", "D"}}}},
+	"ultravox": {what: "Ultravox: Whisper encoder, frames stacked by stack_factor, RMS-normed SwiGLU projector",
+		tensors: []tensorRule{{"a.conv1d.1.weight", []string{"", "", "E"}}, {"a.conv1d.2.weight", []string{"", "E", "E"}},
+			{"a.position_embd.weight", []string{"E", ""}}, {"a.post_ln.weight", []string{"E"}}, {"mm.a.norm_pre.weight", []string{""}},
+			{"mm.a.mlp.1.weight", []string{"", ""}}, {"mm.a.norm_mid.weight", []string{""}}, {"mm.a.mlp.2.weight", []string{"", "D"}}}},
 	"gemma4v": {what: "Gemma 4: ViT with clipped linears, 2-D position table, pooling and linear projector (and, in the same file " +
 		"when the checkpoint has one, a conformer audio tower: clip.audio.projector_type gemma4a)", gate: true,
 		tensors: []tensorRule{{"v.patch_embd.weight", []string{"P", "P", "", "E"}}, {"v.position_embd.weight", []string{"E", "", ""}},
