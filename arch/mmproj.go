@@ -86,6 +86,11 @@ type mmFamily struct {
 	// modify is the class's modify_tensors; it returns nil outputs and
 	// false to leave a tensor to the name table.
 	modify func(m *mmproj, in Input, bid int) ([]Output, bool, error)
+	// towers are the class's get_vision_config and get_audio_config (nil:
+	// the config's vision_config and audio_config or whisper_config).
+	towers func(g HParams) (vision, audio map[string]any)
+	// extra is the class's generate_extra_tensors.
+	extra func(m *mmproj) ([]Output, error)
 }
 
 var mmRegistry = map[string]*mmFamily{}
@@ -130,18 +135,24 @@ type mmproj struct {
 
 // NewMMProj builds the projector model of the checkpoint in dir described
 // by h (convert_hf_to_gguf.py --mmproj): the class of architectures[0], or
-// of vision_config's architectures[0] when it has one.
+// of vision_config's architectures[0] when it has one. h is the config as
+// MmprojModel's global_config has it: the language model's config under
+// text_config, not merged over the top level.
 func NewMMProj(h HParams, dir string) (Model, error) {
 	name, err := mmArchitecture(h)
 	if err != nil {
 		return nil, err
 	}
+	fam, ok := mmRegistry[name]
 	vc, hasV := h["vision_config"].(map[string]any)
 	ac, hasA := h["audio_config"].(map[string]any)
-	if wc, ok := h["whisper_config"].(map[string]any); ok {
+	if wc, isMap := h["whisper_config"].(map[string]any); isMap {
 		ac, hasA = wc, true
 	}
-	fam, ok := mmRegistry[name]
+	if ok && fam.towers != nil {
+		vc, ac = fam.towers(h)
+		hasV, hasA = vc != nil, ac != nil
+	}
 	if !ok {
 		if !hasV && !hasA {
 			return nil, fmt.Errorf("%w: %s has no vision_config or audio_config in config.json: convert it without --mmproj", ErrNoTower, name)
@@ -174,8 +185,12 @@ func NewMMProj(h HParams, dir string) (Model, error) {
 	if !fam.noVision && m.v == nil {
 		return nil, fmt.Errorf("%w: %s's projector needs a vision tower, config.json has no vision_config", ErrNoTower, name)
 	}
-	// n_embd of the text model: text_config over the top level, which h is.
-	n, ok, err := g.Int("hidden_size", "n_embd")
+	// n_embd of the text model: text_config over the top level.
+	text := maps.Clone(g)
+	if tc, ok := g["text_config"].(map[string]any); ok {
+		maps.Copy(text, tc)
+	}
+	n, ok, err := text.Int("hidden_size", "n_embd")
 	if err != nil {
 		return nil, err
 	}
@@ -334,12 +349,19 @@ func (m *mmproj) SetFileType(ft gguf.FileType) { m.ft = ft }
 // GGUFType is general.type.
 func (m *mmproj) GGUFType() string { return MMProjType }
 
-func (m *mmproj) Arch() string             { return MMProjArch }
-func (m *mmproj) Names() *NameMap          { return m.names }
-func (m *mmproj) BlockCount() int          { return m.blocks }
-func (m *mmproj) Vocab() VocabKind         { return "" }
-func (m *mmproj) Extra() ([]Output, error) { return nil, nil }
-func (m *mmproj) Finish() error            { return nil }
+func (m *mmproj) Arch() string     { return MMProjArch }
+func (m *mmproj) Names() *NameMap  { return m.names }
+func (m *mmproj) BlockCount() int  { return m.blocks }
+func (m *mmproj) Vocab() VocabKind { return "" }
+func (m *mmproj) Finish() error    { return nil }
+
+// Extra is the family's generate_extra_tensors.
+func (m *mmproj) Extra() ([]Output, error) {
+	if m.fam.extra == nil {
+		return nil, nil
+	}
+	return m.fam.extra(m)
+}
 
 // Filter is the family's filter_tensors, then MmprojModel's (the text
 // model's tensors go), then ModelBase's.

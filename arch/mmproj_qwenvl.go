@@ -33,8 +33,12 @@ var qwen2VLVision = &mmFamily{
 		switch mt := m.g["model_type"]; mt {
 		case "qwen2_vl":
 			k.l.Set(KeyProjectorType, gguf.String("qwen2vl_merger"))
-		case "qwen2_5_vl":
-			k.l.Set(KeyProjectorType, gguf.String("qwen2.5vl_merger"))
+		case "qwen2_5_vl", "qwen2_5_omni":
+			proj := "qwen2.5vl_merger"
+			if mt == "qwen2_5_omni" {
+				proj = "qwen2.5o"
+			}
+			k.l.Set(KeyProjectorType, gguf.String(proj))
 			k.l.Set(KeyUseSILU, gguf.Bool(true))
 			n, err := windowPattern(m.v["fullatt_block_indexes"])
 			if err != nil {
@@ -42,7 +46,7 @@ var qwen2VLVision = &mmFamily{
 			}
 			k.l.Set("clip.vision.n_wa_pattern", gguf.Uint32(uint32(n)))
 		default:
-			return &ConfigError{Key: "model_type", Value: mt, Msg: "is not a Qwen-VL model type (qwen2_vl, qwen2_5_vl)"}
+			return &ConfigError{Key: "model_type", Value: mt, Msg: "is not a Qwen-VL model type (qwen2_vl, qwen2_5_vl, qwen2_5_omni)"}
 		}
 		return k.f32("vision.attention.layer_norm_epsilon", m.g.get("rms_norm_eps", 1e-6))
 	},

@@ -184,7 +184,11 @@ func open(ctx context.Context, path string, opts Options) (*job, error) {
 		}
 		newModel = arch.NewMMProj
 	}
-	if j.plugin, err = newModel(j.h, m.Root); err != nil {
+	h := j.h
+	if opts.MMProj && m.Config.Global != nil {
+		h = arch.HParams(m.Config.Global) // MmprojModel reads the config unmerged
+	}
+	if j.plugin, err = newModel(h, m.Root); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("convert: %s: %w", m.Root, err)
 	}

@@ -49,6 +49,9 @@ type projectorRule struct {
 	deepstack bool
 	// ln2 names the blocks' second norm when it is not "ln2".
 	ln2 string
+	// anyFFN: feed_forward_length is not the blocks' FFN width (the
+	// converter writes the tower's width there for Qwen2.5-Omni).
+	anyFFN bool
 }
 
 type tensorRule struct {
@@ -68,6 +71,11 @@ var projectorRules = map[string]projectorRule{
 	"qwen2.5vl_merger": {what: "Qwen2.5-VL: window-attention tower with SwiGLU, 2×2 patch merger", gate: true,
 		tensors: []tensorRule{{"v.patch_embd.weight", []string{"P", "P", "", "E"}}, {"v.patch_embd.weight.1", []string{"P", "P", "", "E"}},
 			{"v.post_ln.weight", []string{"E"}}, {"mm.0.weight", []string{"M", "M"}}, {"mm.2.weight", []string{"M", "D"}}}},
+	"qwen2.5o": {what: "Qwen2.5-Omni: Qwen2.5-VL's vision tower and merger, and a Whisper-style audio encoder with a linear projector", gate: true, anyFFN: true,
+		tensors: []tensorRule{{"v.patch_embd.weight", []string{"P", "P", "", "E"}}, {"v.patch_embd.weight.1", []string{"P", "P", "", "E"}},
+			{"v.post_ln.weight", []string{"E"}}, {"mm.0.weight", []string{"M", "M"}}, {"mm.2.weight", []string{"M", "D"}},
+			{"a.conv1d.1.weight", []string{"", "", ""}}, {"a.conv1d.2.weight", []string{"", "", ""}}, {"a.position_embd.weight", []string{"", ""}},
+			{"a.post_ln.weight", []string{""}}, {"mm.a.fc.weight", []string{"", "D"}}}},
 	"qwen2vl_merger": {what: "Qwen2-VL: ViT with 2-D RoPE, 2×2 patch merger",
 		tensors: []tensorRule{{"v.patch_embd.weight", []string{"P", "P", "", "E"}}, {"v.patch_embd.weight.1", []string{"P", "P", "", "E"}},
 			{"v.post_ln.weight", []string{"E"}}, {"mm.0.weight", []string{"M", "M"}}, {"mm.2.weight", []string{"M", "D"}}}},
@@ -247,14 +255,18 @@ func (v *verifier) checkMMProj() {
 	}
 	sym := map[string]int64{"E": t.Embedding, "F": t.FeedForward, "D": t.ProjectionDim, "P": t.PatchSize, "M": t.Embedding * merge * merge}
 	want := slices.Clone(rule.tensors)
+	ffn := "F"
+	if rule.anyFFN {
+		ffn = ""
+	}
 	for i := range t.Blocks {
 		p := fmt.Sprintf("%s.blk.%d.", tower, i)
 		ln2 := cmp.Or(rule.ln2, "ln2")
 		want = append(want, tensorRule{p + "ln1.weight", []string{"E"}}, tensorRule{p + ln2 + ".weight", []string{"E"}},
-			tensorRule{p + "attn_out.weight", []string{"E", "E"}}, tensorRule{p + "ffn_up.weight", []string{"E", "F"}},
-			tensorRule{p + "ffn_down.weight", []string{"F", "E"}})
+			tensorRule{p + "attn_out.weight", []string{"E", "E"}}, tensorRule{p + "ffn_up.weight", []string{"E", ffn}},
+			tensorRule{p + "ffn_down.weight", []string{ffn, "E"}})
 		if rule.gate {
-			want = append(want, tensorRule{p + "ffn_gate.weight", []string{"E", "F"}})
+			want = append(want, tensorRule{p + "ffn_gate.weight", []string{"E", ffn}})
 		}
 		if rule.qkv {
 			want = append(want, tensorRule{p + "attn_qkv.weight", []string{"E", ""}})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -48,6 +49,9 @@ type Config struct {
 	// sub-config merged over the top level (see textConfig); for
 	// params.json, Raw plus the Hugging Face keys its keys map to.
 	Params map[string]any
+	// Global is Raw with those renames but nothing merged: what llama.cpp's
+	// MmprojModel calls global_config (for params.json, Params).
+	Global map[string]any
 	// Generation, TokenizerConfig, SpecialTokensMap and AddedTokens are the
 	// other files as read; nil when absent.
 	Generation       map[string]any
@@ -88,12 +92,14 @@ func ReadConfig(dir string) (*Config, error) {
 			return nil, err
 		}
 		c.File, c.Raw, c.Params = path, m, fromParams(m)
+		c.Global = c.Params
 		return c, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	c.File, c.Raw, c.Params = path, m, textConfig(m)
+	c.File, c.Raw, c.Global = path, m, renamedConfig(m)
+	c.Params = textConfig(m)
 	return c, nil
 }
 
@@ -148,17 +154,11 @@ func ParseJSON(b []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// textConfig returns the hparams llama.cpp's converter reads: when a
-// multimodal wrapper keeps its language model's config under another key
-// (llm_config, lm_config, thinker_config.text_config, language_config or
-// lfm — ModelBase.load_hparams renames them to text_config), or under
-// text_config itself, that sub-config is merged over the top level
-// (TextModel.__init__: {**hparams, **hparams["text_config"]}).
-func textConfig(raw map[string]any) map[string]any {
-	p := make(map[string]any, len(raw))
-	for k, v := range raw {
-		p[k] = v
-	}
+// renamedConfig is raw with a multimodal wrapper's language model config
+// under text_config: ModelBase.load_hparams renames llm_config, lm_config,
+// thinker_config.text_config, language_config and lfm to it.
+func renamedConfig(raw map[string]any) map[string]any {
+	p := maps.Clone(raw)
 	// load_hparams applies these renames in this order; a later one wins.
 	for _, alias := range []string{"llm_config", "lm_config", "thinker_config", "language_config", "lfm"} {
 		v, ok := p[alias]
@@ -174,10 +174,16 @@ func textConfig(raw map[string]any) map[string]any {
 		}
 		p["text_config"] = v
 	}
+	return p
+}
+
+// textConfig returns the hparams llama.cpp's converter reads: the renamed
+// config with its text_config merged over the top level (TextModel.__init__:
+// {**hparams, **hparams["text_config"]}).
+func textConfig(raw map[string]any) map[string]any {
+	p := renamedConfig(raw)
 	if tc, ok := p["text_config"].(map[string]any); ok {
-		for k, v := range tc {
-			p[k] = v
-		}
+		maps.Copy(p, tc)
 	}
 	return p
 }
