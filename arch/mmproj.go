@@ -105,6 +105,17 @@ func registerMM(f *mmFamily, names ...string) {
 	}
 }
 
+// mmRefused are projector classes of the converter that fail there, with
+// the reason; ggufkit refuses them rather than guess a fix.
+var mmRefused = map[string]string{
+	// conversion/qwen3vl.py Qwen3OmniMmprojModel keeps thinker.visual.* through
+	// its filter, renames it model.visual.* in modify_tensors, which then
+	// matches none of Qwen3VLVisionModel's cases nor the name table.
+	"Qwen3OmniMoeForConditionalGeneration": "llama.cpp's converter (0c1e570) cannot convert Qwen3-Omni's projector: " +
+		"it renames the vision tensors thinker.visual.* to model.visual.* and fails with " +
+		"\"Can not map tensor 'model.visual.blocks.0.attn.proj.bias'\"",
+}
+
 // SupportedMMProj lists the Hugging Face architecture names whose
 // projector ggufkit converts, sorted.
 func SupportedMMProj() []string {
@@ -142,6 +153,9 @@ func NewMMProj(h HParams, dir string) (Model, error) {
 	name, err := mmArchitecture(h)
 	if err != nil {
 		return nil, err
+	}
+	if reason, refused := mmRefused[name]; refused {
+		return nil, &UnsupportedError{Arch: name, Reason: reason}
 	}
 	fam, ok := mmRegistry[name]
 	vc, hasV := h["vision_config"].(map[string]any)
