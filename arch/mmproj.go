@@ -114,6 +114,12 @@ var mmRefused = map[string]string{
 	"Qwen3OmniMoeForConditionalGeneration": "llama.cpp's converter (0c1e570) cannot convert Qwen3-Omni's projector: " +
 		"it renames the vision tensors thinker.visual.* to model.visual.* and fails with " +
 		"\"Can not map tensor 'model.visual.blocks.0.attn.proj.bias'\"",
+	// conversion/gemma.py Gemma3nVisionAudioModel: the name table has the
+	// audio subsampler's convolutions (conv_{bid}.conv) but not the
+	// cumulative group norms beside them, which transformers' Gemma 3n has.
+	"Gemma3nForConditionalGeneration": "llama.cpp's converter (0c1e570) cannot convert Gemma 3n's projector: its name " +
+		"table lacks the audio subsampler's norms and it fails with \"Can not map tensor " +
+		"'model.audio_tower.subsample_conv_projection.conv_0.norm.weight'\"; the text model converts without --mmproj",
 }
 
 // SupportedMMProj lists the Hugging Face architecture names whose
