@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -27,36 +28,44 @@ const (
 )
 
 // coverageTable renders the text-model names llama.cpp registers and the
-// registry lacks, one row per converter module.
-func coverageTable(l *llamacppArchitectures, supported []string) string {
-	have := map[string]bool{}
-	for _, n := range supported {
-		have[n] = true
-	}
-	byModule := map[string][]string{}
-	missing := 0
-	for name, mod := range l.Text {
-		if !have[name] {
-			byModule[mod] = append(byModule[mod], name)
-			missing++
-		}
-	}
-	mods := make([]string, 0, len(byModule))
-	for m := range byModule {
-		mods = append(mods, m)
-	}
-	sort.Strings(mods)
+// registry lacks, one row per converter module, then the same for the
+// projector classes (mmproj: the ones converted or knowingly refused).
+func coverageTable(l *llamacppArchitectures, supported, mmproj []string) string {
+	mods, byModule, missing := missingByModule(l.Text, supported)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\nllama.cpp's converter registers %d text-model architectures; ggufkit converts %d of them. "+
 		"The %d it does not, by the converter module that holds them:\n\n", coverageBegin, len(l.Text), len(l.Text)-missing, missing)
 	b.WriteString("| module | architectures ggufkit does not convert |\n| --- | --- |\n")
 	for _, m := range mods {
-		names := byModule[m]
-		sort.Strings(names)
-		fmt.Fprintf(&b, "| %s | %s |\n", m, "`"+strings.Join(names, "`, `")+"`")
+		fmt.Fprintf(&b, "| %s | %s |\n", m, "`"+strings.Join(byModule[m], "`, `")+"`")
 	}
-	fmt.Fprintf(&b, "\nIts %d multimodal projector classes (`--mmproj`) are not converted at all yet.\n\n%s", len(l.Mmproj), coverageEnd)
+	mods, byModule, missing = missingByModule(l.Mmproj, mmproj)
+	fmt.Fprintf(&b, "\nIt registers %d multimodal projector classes (`--mmproj`); ggufkit converts, or refuses for a reason "+
+		"given above, %d of them. The %d it does not convert:\n\n", len(l.Mmproj), len(l.Mmproj)-missing, missing)
+	b.WriteString("| module | projector classes ggufkit does not convert |\n| --- | --- |\n")
+	for _, m := range mods {
+		fmt.Fprintf(&b, "| %s | %s |\n", m, "`"+strings.Join(byModule[m], "`, `")+"`")
+	}
+	fmt.Fprintf(&b, "\n%s", coverageEnd)
 	return b.String()
+}
+
+// missingByModule groups the names of all that have lacks by module,
+// sorted, and counts them.
+func missingByModule(all map[string]string, have []string) (mods []string, byModule map[string][]string, missing int) {
+	byModule = map[string][]string{}
+	for name, mod := range all {
+		if !slices.Contains(have, name) {
+			byModule[mod] = append(byModule[mod], name)
+			missing++
+		}
+	}
+	for m, names := range byModule {
+		sort.Strings(names)
+		mods = append(mods, m)
+	}
+	sort.Strings(mods)
+	return mods, byModule, missing
 }
 
 // TestCoverageTable checks docs/compat.md's table of unsupported
@@ -80,6 +89,12 @@ func TestCoverageTable(t *testing.T) {
 			t.Errorf("%s is registered but llama.cpp's converter does not register it", n)
 		}
 	}
+	mmproj := slices.Concat(SupportedMMProj(), slices.Collect(maps.Keys(mmRefused)))
+	for _, n := range mmproj {
+		if _, ok := l.Mmproj[n]; !ok {
+			t.Errorf("projector %s is registered but llama.cpp's converter does not register it", n)
+		}
+	}
 	const path = "../docs/compat.md"
 	doc, err := os.ReadFile(path)
 	if err != nil {
@@ -90,7 +105,7 @@ func TestCoverageTable(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatalf("%s has no coverage table markers", path)
 	}
-	want := coverageTable(&l, Supported())
+	want := coverageTable(&l, Supported(), mmproj)
 	got := string(doc[i : j+len(coverageEnd)])
 	if got == want {
 		return
@@ -108,12 +123,17 @@ func TestCoverageTable(t *testing.T) {
 // TestCoverageTableNamesMissing checks the table lists exactly what the
 // registry lacks: a name registered drops out of it.
 func TestCoverageTableNamesMissing(t *testing.T) {
-	l := &llamacppArchitectures{Text: map[string]string{"AForCausalLM": "a", "BForCausalLM": "a", "CModel": "c"}}
-	got := coverageTable(l, []string{"BForCausalLM"})
+	l := &llamacppArchitectures{Text: map[string]string{"AForCausalLM": "a", "BForCausalLM": "a", "CModel": "c"},
+		Mmproj: map[string]string{"DVision": "d", "EVision": "e"}}
+	got := coverageTable(l, []string{"BForCausalLM"}, []string{"EVision"})
 	if !strings.Contains(got, "| a | `AForCausalLM` |") || !strings.Contains(got, "| c | `CModel` |") || strings.Contains(got, "BForCausalLM") {
 		t.Errorf("table:\n%s", got)
 	}
-	if !strings.Contains(got, "registers 3 text-model architectures; ggufkit converts 1") {
+	if !strings.Contains(got, "| d | `DVision` |") || strings.Contains(got, "EVision") {
+		t.Errorf("projector table:\n%s", got)
+	}
+	if !strings.Contains(got, "registers 3 text-model architectures; ggufkit converts 1") ||
+		!strings.Contains(got, "registers 2 multimodal projector classes") {
 		t.Errorf("counts wrong:\n%s", got)
 	}
 }
