@@ -3,7 +3,8 @@
 Run with transformers 5.24.0 importable:
     python arch/gen/dump_config_defaults.py > arch/configdefaults.json
     python arch/gen/dump_config_defaults.py siglip_vision_model pixtral smolvlm_vision idefics3_vision \
-        llama4_vision_model siglip2_vision_model qwen2_audio_encoder voxtral_encoder > arch/configdefaults_mm.json
+        llama4_vision_model siglip2_vision_model qwen2_audio_encoder voxtral_encoder internvl_vision \
+        qwen2_5_omni_vision_encoder qwen2_5_omni_audio_encoder > arch/configdefaults_mm.json
 (the second: the vision and audio towers' own config classes, applied to a multimodal checkpoint's vision_config by the
 --mmproj conversion; the towers whose model_type is their model's are left out).
 
