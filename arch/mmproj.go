@@ -546,6 +546,20 @@ func numberArray(v any) (gguf.Value, error) {
 	return gguf.Array(xs), nil
 }
 
+// visionAct writes clip.use_silu or clip.use_gelu for the vision tower's
+// hidden_act, the two activations Pixtral's and InternVL's classes accept.
+func (m *mmproj) visionAct(k *kv) error {
+	switch act := m.v["hidden_act"]; act {
+	case "silu":
+		k.l.Set(KeyUseSILU, gguf.Bool(true))
+	case "gelu":
+		k.l.Set(KeyUseGELU, gguf.Bool(true))
+	default:
+		return &ConfigError{Key: "vision_config.hidden_act", Value: act, Msg: "is not silu or gelu"}
+	}
+	return nil
+}
+
 // preInt is preprocessor_config.get(key, def) as an integer.
 func (m *mmproj) preInt(key string, def int64) (int64, error) {
 	v, ok := m.pre[key]

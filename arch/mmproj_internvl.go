@@ -46,13 +46,8 @@ var internVLVision = &mmFamily{
 		if err := k.f32("vision.attention.layer_norm_epsilon", eps); err != nil {
 			return err
 		}
-		switch act := m.v["hidden_act"]; act {
-		case "silu":
-			k.l.Set(KeyUseSILU, gguf.Bool(true))
-		case "gelu":
-			k.l.Set(KeyUseGELU, gguf.Bool(true))
-		default:
-			return &ConfigError{Key: "vision_config.hidden_act", Value: act, Msg: "is not silu or gelu"}
+		if err := m.visionAct(k); err != nil {
+			return err
 		}
 		ratio, ok, err := m.g.Float("downsample_ratio")
 		if err != nil {

@@ -33,13 +33,8 @@ var pixtralVision = &mmFamily{
 		if err := k.f32("vision.attention.layer_norm_epsilon", m.v["layer_norm_eps"]); err != nil {
 			return err
 		}
-		switch act := m.v["hidden_act"]; act {
-		case "silu":
-			k.l.Set(KeyUseSILU, gguf.Bool(true))
-		case "gelu":
-			k.l.Set(KeyUseGELU, gguf.Bool(true))
-		default:
-			return &ConfigError{Key: "vision_config.hidden_act", Value: act, Msg: "is not silu or gelu"}
+		if err := m.visionAct(k); err != nil {
+			return err
 		}
 		if v, ok := m.g["spatial_merge_size"]; ok {
 			return k.u32("vision.spatial_merge_size", v)
