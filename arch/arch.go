@@ -233,6 +233,8 @@ var refused = map[string]string{
 		"GGUF name); convert the encoder saved as ModernBertModel",
 	"DeepseekV4DSparkModel": "a DeepSeek-V4 DSpark (DFlash) draft model, converted by llama.cpp with " +
 		"--target-model-dir; ggufkit converts DeepseekV4ForCausalLM only",
+	"UltravoxModel": "Ultravox has no text decoder of its own (it uses a Llama or another model's); convert its " +
+		"audio encoder with --mmproj",
 }
 
 // New builds the plugin of the model in dir described by h, from its
