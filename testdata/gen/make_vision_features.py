@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Write transformers' image features of multimodal convert fixtures, for verify/forward's vision towers.
+
+For each fixture named with --only (a fixture of make_convert_fixtures.py with a vision tower):
+  1. assemble its model folder (make_convert_fixtures.assemble) and load it with its transformers class in
+     float32, eager attention;
+  2. draw the fixed image (fixed_image below: an RGB pattern of integers, no randomness) at the size of the
+     fixture's entry in IMAGES, a size the processor does not resize (so that the Go side only rescales and
+     normalises it), and preprocess it with the fixture's image processor (AutoImageProcessor on the folder's
+     preprocessor_config.json, the slow Python implementation);
+  3. write into <fixture>/mmproj/:
+       pixel_values.f32    the preprocessed image as float32 little-endian [3, height, width] (channel planes,
+                           the layout of llama.cpp's clip inp_raw; Qwen2.5-VL's flattened patches are put back
+                           in image order, one temporal copy);
+       image_features.f32  the projector's output (what the language model receives), float32 little-endian
+                           [tokens, width] in the processor's token order;
+       image.json          shapes, the image pattern, sha256 of both files, versions and the calls made.
+
+  PYTHONPATH=<pillow> python testdata/gen/make_vision_features.py --fixtures testdata/convert --only gemma3mm qwen25vl mistral3
+
+Needs Pillow (the processors' resize) beside the fixtures' packages.
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections import OrderedDict
+
+import numpy as np
+import torch
+import transformers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+# Image size (height, width) per fixture: the processor's own target size (Gemma 3: size; Pixtral: within
+# longest_edge, multiples of patch × merge) or, for Qwen2.5-VL, a multiple of patch × merge (28) above min_pixels
+# that its smart_resize keeps and that spans more than one attention window (window_size 112 px).
+IMAGES = {"gemma3mm": (28, 28), "qwen25vl": (140, 196), "mistral3": (28, 56)}
+
+PATTERN = "r = (37x + 11y) mod 256, g = (17x + 53y + 80) mod 256, b = (xy + 3x + 160) mod 256 (x column, y row)"
+
+
+def fixed_image(h, w):
+    y, x = np.mgrid[0:h, 0:w].astype(np.int64)
+    r = (37 * x + 11 * y) % 256
+    g = (17 * x + 53 * y + 80) % 256
+    b = (x * y + 3 * x + 160) % 256
+    return np.stack([r, g, b], axis=-1).astype(np.uint8)  # HWC
+
+
+def sha256(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+@torch.no_grad()
+def features(name, folder, spec, img):
+    from PIL import Image
+    proc = transformers.AutoImageProcessor.from_pretrained(folder, backend="pil")
+    model = getattr(transformers, spec["cls"]).from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+    model.eval()
+    pil = Image.fromarray(img)
+    h, w = img.shape[:2]
+    if name == "qwen25vl":
+        out = proc(images=[pil], return_tensors="pt")
+        pv, thw = out["pixel_values"], out["image_grid_thw"]
+        feats = model.get_image_features(pixel_values=pv, image_grid_thw=thw)
+        feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
+        feats = torch.cat(list(feats), dim=0)
+        t, gh, gw = [int(v) for v in thw[0]]
+        m, p, tp = proc.merge_size, proc.patch_size, proc.temporal_patch_size
+        x = pv.numpy().reshape(t, gh // m, gw // m, m, m, 3, tp, p, p)[0, :, :, :, :, :, 0]
+        chw = x.transpose(4, 0, 2, 5, 1, 3, 6).reshape(3, gh * p, gw * p)
+        call = "get_image_features(pixel_values, image_grid_thw)"
+    elif name == "mistral3":
+        out = proc(images=[pil], return_tensors="pt")
+        pv = out["pixel_values"]
+        sizes = torch.tensor([[h, w]])
+        feats = model.get_image_features(pixel_values=pv, image_sizes=sizes)
+        feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
+        feats = torch.cat(list(feats), dim=0) if isinstance(feats, (list, tuple)) else feats[0]
+        chw = pv[0, :, :h, :w].numpy()
+        call = "get_image_features(pixel_values, image_sizes)"
+    else:
+        out = proc(images=[pil], return_tensors="pt")
+        pv = out["pixel_values"]
+        feats = model.get_image_features(pixel_values=pv)
+        feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
+        feats = feats[0]
+        chw = pv[0].numpy()
+        call = "get_image_features(pixel_values)"
+    assert chw.shape == (3, h, w), chw.shape
+    return np.ascontiguousarray(chw, dtype="<f4"), np.ascontiguousarray(feats.float().numpy(), dtype="<f4"), call
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fixtures", required=True, help="testdata/convert")
+    ap.add_argument("--only", nargs="+", required=True)
+    args = ap.parse_args()
+    import make_convert_fixtures as mk
+    fixtures = os.path.abspath(args.fixtures)
+    for name in args.only:
+        spec = mk.FIXTURES[name]
+        h, w = IMAGES[name]
+        img = fixed_image(h, w)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = os.path.join(tmp, spec.get("dir_name", name))
+            mk.assemble(fixtures, name, folder)
+            pv, feats, call = features(name, folder, spec, img)
+        dst = os.path.join(fixtures, name, "mmproj")
+        os.makedirs(dst, exist_ok=True)
+        pv.tofile(os.path.join(dst, "pixel_values.f32"))
+        feats.tofile(os.path.join(dst, "image_features.f32"))
+        info = OrderedDict()
+        info["image"] = OrderedDict([("height", h), ("width", w), ("pattern", PATTERN)])
+        info["pixel_values"] = OrderedDict([("shape", list(pv.shape)), ("sha256", sha256(pv.tobytes())),
+                                            ("dtype", "float32 little-endian, [3, height, width]")])
+        info["image_features"] = OrderedDict([("shape", list(feats.shape)), ("sha256", sha256(feats.tobytes())),
+                                              ("dtype", "float32 little-endian, [tokens, width]")])
+        info["computed_with"] = OrderedDict([
+            ("transformers", transformers.__version__), ("torch", torch.__version__),
+            ("processor", "AutoImageProcessor.from_pretrained(folder, backend='pil')(images=[image])"),
+            ("load", "%s.from_pretrained(folder, dtype=torch.float32, attn_implementation='eager')" % spec["cls"]),
+            ("features", call),
+        ])
+        mk.write_json(os.path.join(dst, "image.json"), info)
+        print(name, pv.shape, feats.shape)
+
+
+if __name__ == "__main__":
+    main()

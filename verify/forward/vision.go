@@ -1,0 +1,588 @@
+package forward
+
+import (
+	"context"
+	"fmt"
+	"math"
+)
+
+// Vision towers of multimodal projector files (general.architecture clip),
+// as llama.cpp's mtmd library runs them (tools/mtmd/clip.cpp): a patch
+// embedding, a ViT of non-causal blocks and the projector into the text
+// model's width. The towers implemented are the projector types of
+// VisionProjectors.
+
+// Projector types with a vision forward pass.
+const (
+	projGemma3 = "gemma3"
+	projQwen25 = "qwen2.5vl_merger"
+)
+
+// VisionProjectors are the clip.projector_type values Vision runs:
+// Gemma 3's SigLIP tower with its average-pooling projector
+// (clip_graph_siglip) and Qwen2.5-VL's window-attention tower with its 2×2
+// patch merger (clip_graph_qwen2vl).
+var VisionProjectors = []string{projGemma3, projQwen25}
+
+// visionAct is the blocks' feed-forward activation (clip.use_gelu,
+// clip.use_silu, else GELU-quick).
+type visionAct int
+
+const (
+	actGELUQuick visionAct = iota
+	actGELU
+	actSiLU
+)
+
+// VisionConfig holds a vision tower's hyperparameters as clip.cpp's
+// clip_model_loader reads them.
+type VisionConfig struct {
+	Projector                                              string
+	Embd, FF, Heads, Layers, PatchSize, ImageSize, ProjDim int
+	Eps                                                    float32
+	// Mean and Std normalise the image's channels (clip.vision.image_mean,
+	// clip.vision.image_std).
+	Mean, Std [3]float32
+	act       visionAct
+	// Merge is Gemma 3's pooling kernel (clip.vision.projector.scale_factor,
+	// default 4) or the side of Qwen2.5-VL's merged patch groups
+	// (clip.vision.spatial_merge_size, 2).
+	Merge int
+	// WindowPattern is Qwen2.5-VL's n_wa_pattern: every WindowPattern-th
+	// block attends over the whole image, the others within windows of
+	// WindowSize pixels.
+	WindowPattern, WindowSize int
+}
+
+// ParseVisionConfig reads a projector file's vision tower; a projector
+// type outside VisionProjectors is ErrUnsupported.
+func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
+	r := &kvReader{md: md}
+	c := &VisionConfig{}
+	if _, err := r.str("clip.projector_type", &c.Projector, true); err != nil {
+		return nil, err
+	}
+	switch c.Projector {
+	case projGemma3, projQwen25:
+	default:
+		return nil, fmt.Errorf("%w: no vision forward pass for projector %q", ErrUnsupported, c.Projector)
+	}
+	for _, k := range []struct {
+		key string
+		dst *int
+	}{
+		{"clip.vision.embedding_length", &c.Embd}, {"clip.vision.feed_forward_length", &c.FF},
+		{"clip.vision.attention.head_count", &c.Heads}, {"clip.vision.block_count", &c.Layers},
+		{"clip.vision.patch_size", &c.PatchSize}, {"clip.vision.image_size", &c.ImageSize},
+		{"clip.vision.projection_dim", &c.ProjDim},
+	} {
+		if _, err := r.u32(k.key, k.dst, true); err != nil {
+			return nil, err
+		}
+		if *k.dst <= 0 || *k.dst > maxDim {
+			return nil, fmt.Errorf("%w: %s = %d", ErrMetadata, k.key, *k.dst)
+		}
+	}
+	if c.Layers > maxLayers {
+		return nil, fmt.Errorf("%w: clip.vision.block_count = %d (must be 1..%d)", ErrMetadata, c.Layers, maxLayers)
+	}
+	if c.Embd%c.Heads != 0 || (c.Embd/c.Heads)%4 != 0 {
+		return nil, fmt.Errorf("%w: embedding length %d over %d heads", ErrMetadata, c.Embd, c.Heads)
+	}
+	if _, err := r.f32("clip.vision.attention.layer_norm_epsilon", &c.Eps, true); err != nil {
+		return nil, err
+	}
+	for _, k := range []struct {
+		key string
+		dst *[3]float32
+	}{{"clip.vision.image_mean", &c.Mean}, {"clip.vision.image_std", &c.Std}} {
+		v, ok := md.KV(k.key)
+		xs, isF := v.Float32s()
+		if !ok || !isF || len(xs) < 3 {
+			return nil, fmt.Errorf("%w: %s is not 3 FLOAT32 values", ErrMetadata, k.key)
+		}
+		copy(k.dst[:], xs)
+	}
+	for _, s := range c.Std {
+		if s == 0 {
+			return nil, fmt.Errorf("%w: clip.vision.image_std has a zero", ErrMetadata)
+		}
+	}
+	var useGELU, useSiLU bool
+	if _, err := r.boolean("clip.use_gelu", &useGELU, false); err != nil {
+		return nil, err
+	}
+	if _, err := r.boolean("clip.use_silu", &useSiLU, false); err != nil {
+		return nil, err
+	}
+	switch {
+	case useGELU && useSiLU:
+		return nil, fmt.Errorf("%w: both clip.use_gelu and clip.use_silu are set", ErrMetadata)
+	case useGELU:
+		c.act = actGELU
+	case useSiLU:
+		c.act = actSiLU
+	}
+	mergeKey := "clip.vision.spatial_merge_size"
+	switch c.Projector {
+	case projGemma3:
+		c.Merge, mergeKey = 4, "clip.vision.projector.scale_factor"
+	case projQwen25:
+		c.Merge, c.WindowSize = 2, 112
+		if _, err := r.u32("clip.vision.n_wa_pattern", &c.WindowPattern, true); err != nil {
+			return nil, err
+		}
+		if _, err := r.u32("clip.vision.window_size", &c.WindowSize, false); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := r.u32(mergeKey, &c.Merge, false); err != nil {
+		return nil, err
+	}
+	if c.Merge <= 0 || c.Merge > 64 || c.Projector == projQwen25 && c.Merge != 2 {
+		return nil, fmt.Errorf("%w: %s = %d", ErrMetadata, mergeKey, c.Merge)
+	}
+	return c, nil
+}
+
+// Image is a preprocessed image: channel planes of Height × Width values,
+// normalised (llama.cpp's clip_image_f32 as its inp_raw holds it).
+type Image struct {
+	Width, Height int
+	Pix           []float32 // [3][Height][Width]
+}
+
+// NormalizeImage turns 8-bit RGB pixels (row-major, 3 bytes a pixel) into
+// an Image: each value / 255, less the channel's mean, over its std
+// (clip.cpp's normalize_image_u8_to_f32).
+func NormalizeImage(rgb []byte, width, height int, mean, std [3]float32) (*Image, error) {
+	if width <= 0 || height <= 0 || len(rgb) != 3*width*height {
+		return nil, fmt.Errorf("%w: %d bytes for a %d×%d RGB image", ErrUnsupported, len(rgb), width, height)
+	}
+	img := &Image{Width: width, Height: height, Pix: make([]float32, len(rgb))}
+	plane := width * height
+	for i := range plane {
+		for c := range 3 {
+			img.Pix[c*plane+i] = (float32(rgb[3*i+c])/255 - mean[c]) / std[c]
+		}
+	}
+	return img, nil
+}
+
+// visionLayer is one block's weights (matrices as out rows of in values).
+type visionLayer struct {
+	ln1W, ln1B, ln2W, ln2B []float32
+	q, k, v, o             []float32
+	qB, kB, vB, oB         []float32
+	up, upB, gate, gateB   []float32
+	down, downB            []float32
+}
+
+// Vision is a vision tower with its projector, weights decoded to float32.
+type Vision struct {
+	Config *VisionConfig
+	// patch[1] is Qwen2.5-VL's second temporal kernel, [E][3][P][P] each.
+	patch            [2][]float32
+	patchB, pos      []float32
+	preLnW, preLnB   []float32
+	postLnW, postLnB []float32
+	layers           []visionLayer
+	// Gemma 3: soft-embedding norm and input projection ([E][D]).
+	softEmbNorm, inputProj []float32
+	// Qwen2.5-VL's merger (mm.0, mm.2).
+	mm1, mm1B, mm2, mm2B []float32
+	// rms: the blocks' norms are RMS norms (Qwen2.5-VL).
+	rms bool
+}
+
+// LoadVision reads a vision tower's weights (ErrWeights for a missing
+// tensor or one of the wrong shape).
+func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
+	v := &Vision{Config: c, rms: c.Projector != projGemma3}
+	l := &encLoader{w: w}
+	n, p, ff := c.Embd, c.PatchSize, c.FF
+	v.patch[0] = l.getN("v.patch_embd.weight", []int{p, p, 3, n}, true)
+	v.patchB = l.get("v.patch_embd.bias", n, 1, false)
+	v.preLnW, v.preLnB = l.get("v.pre_ln.weight", n, 1, false), l.get("v.pre_ln.bias", n, 1, false)
+	v.postLnW, v.postLnB = l.get("v.post_ln.weight", n, 1, false), l.get("v.post_ln.bias", n, 1, false)
+	v.layers = make([]visionLayer, c.Layers)
+	for i := range v.layers {
+		L := &v.layers[i]
+		b := fmt.Sprintf("v.blk.%d.", i)
+		L.ln1W, L.ln1B = l.get(b+"ln1.weight", n, 1, true), l.get(b+"ln1.bias", n, 1, false)
+		L.ln2W, L.ln2B = l.get(b+"ln2.weight", n, 1, true), l.get(b+"ln2.bias", n, 1, false)
+		L.q, L.qB = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
+		L.k, L.kB = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
+		L.v, L.vB = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
+		L.o, L.oB = l.get(b+"attn_out.weight", n, n, true), l.get(b+"attn_out.bias", n, 1, false)
+		L.up, L.upB = l.get(b+"ffn_up.weight", n, ff, true), l.get(b+"ffn_up.bias", ff, 1, false)
+		L.gate, L.gateB = l.get(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
+		L.down, L.downB = l.get(b+"ffn_down.weight", ff, n, true), l.get(b+"ffn_down.bias", n, 1, false)
+	}
+	d := c.ProjDim
+	switch c.Projector {
+	case projGemma3:
+		side := c.ImageSize / p
+		v.pos = l.get("v.position_embd.weight", n, side*side, true)
+		v.softEmbNorm = l.get("mm.soft_emb_norm.weight", n, 1, true)
+		v.inputProj = l.get("mm.input_projection.weight", d, n, true)
+	case projQwen25:
+		v.patch[1] = l.getN("v.patch_embd.weight.1", []int{p, p, 3, n}, true)
+		m := 4 * n
+		v.mm1, v.mm1B = l.get("mm.0.weight", m, m, true), l.get("mm.0.bias", m, 1, true)
+		v.mm2, v.mm2B = l.get("mm.2.weight", m, d, true), l.get("mm.2.bias", d, 1, true)
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	return v, nil
+}
+
+// getN reads a tensor of the given ggml shape (any rank).
+func (l *encLoader) getN(name string, shape []int, required bool) []float32 {
+	if l.err != nil {
+		return nil
+	}
+	t, ok := l.w.Tensor(name)
+	if !ok {
+		if required {
+			l.err = fmt.Errorf("%w: tensor %s missing", ErrWeights, name)
+		}
+		return nil
+	}
+	s := t.Shape()
+	rows, okShape := 1, len(s) == len(shape)
+	for i := 0; okShape && i < len(s); i++ {
+		okShape = s[i] == int64(shape[i])
+		if i > 0 {
+			rows *= shape[i]
+		}
+	}
+	if !okShape {
+		l.err = fmt.Errorf("%w: tensor %s has shape %v, want %v", ErrWeights, name, s, shape)
+		return nil
+	}
+	dst := make([]float32, rows*shape[0])
+	if err := t.ReadRows(0, rows, dst); err != nil {
+		l.err = fmt.Errorf("tensor %s: %w", name, err)
+		return nil
+	}
+	return dst
+}
+
+// patchGrid is the tower's tokens: their patch rows and columns.
+type patchGrid struct {
+	nx, ny int
+	y, x   []int // each token's patch row and column
+}
+
+// Features runs the tower and its projector over img and returns the
+// image's embeddings, one per output token, in the order llama.cpp passes
+// them to the text model.
+func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]float32, error) {
+	c := v.Config
+	p := c.PatchSize
+	unit := p
+	if c.Projector != projGemma3 {
+		unit = p * c.Merge
+	}
+	if img.Width <= 0 || img.Height <= 0 || img.Width%unit != 0 || img.Height%unit != 0 || len(img.Pix) != 3*img.Width*img.Height {
+		return nil, fmt.Errorf("%w: a %d×%d image (its sides must be multiples of %d)", ErrUnsupported, img.Width, img.Height, unit)
+	}
+	g := &patchGrid{nx: img.Width / p, ny: img.Height / p}
+	if c.Projector == projGemma3 && (g.nx != g.ny || g.nx*g.ny*c.Embd != len(v.pos) || g.nx%c.Merge != 0) {
+		return nil, fmt.Errorf("%w: Gemma 3's tower takes %d×%d images", ErrUnsupported, c.ImageSize, c.ImageSize)
+	}
+	x := v.embedPatches(img, g)
+	if v.pos != nil {
+		for t := range x {
+			for j := range x[t] {
+				x[t][j] += v.pos[t*c.Embd+j]
+			}
+		}
+	}
+	if v.preLnW != nil {
+		for t := range x {
+			v.norm(x[t], x[t], v.preLnW, v.preLnB)
+		}
+	}
+	if err := v.blocks(ctx, x, g, threads); err != nil {
+		return nil, err
+	}
+	if v.postLnW != nil {
+		for t := range x {
+			v.norm(x[t], x[t], v.postLnW, v.postLnB)
+		}
+	}
+	if c.Projector == projGemma3 {
+		return v.gemma3Projector(x, g), nil
+	}
+	return v.qwenMerger(x), nil
+}
+
+// embedPatches is the patch convolution (ggml_conv_2d with stride the patch
+// size; Qwen2.5-VL adds its second kernel over the same still image).
+// Tokens are in raster order, or for Qwen2.5-VL grouped by 2×2 merge
+// blocks (clip_graph_qwen2vl's second conv dimension).
+func (v *Vision) embedPatches(img *Image, g *patchGrid) [][]float32 {
+	c := v.Config
+	p, n := c.PatchSize, c.Embd
+	plane := img.Width * img.Height
+	patch := make([]float32, 3*p*p)
+	x := alloc2(g.nx*g.ny, n)
+	for t := range x {
+		py, px := t/g.nx, t%g.nx
+		if c.Projector == projQwen25 {
+			blk, in := t/4, t%4
+			py, px = 2*(blk/(g.nx/2))+in/2, 2*(blk%(g.nx/2))+in%2
+		}
+		g.y, g.x = append(g.y, py), append(g.x, px)
+		for ch := range 3 {
+			for ky := range p {
+				row := ch*plane + (py*p+ky)*img.Width + px*p
+				copy(patch[(ch*p+ky)*p:(ch*p+ky+1)*p], img.Pix[row:row+p])
+			}
+		}
+		for _, k := range v.patch {
+			for e := 0; k != nil && e < n; e++ {
+				x[t][e] += dot(k[e*len(patch):(e+1)*len(patch)], patch)
+			}
+		}
+		if v.patchB != nil {
+			for e := range n {
+				x[t][e] += v.patchB[e]
+			}
+		}
+	}
+	return x
+}
+
+func (v *Vision) norm(dst, x, w, b []float32) {
+	if v.rms {
+		rmsNorm(dst, x, w, v.Config.Eps)
+		return
+	}
+	layerNorm(dst, x, w, b, v.Config.Eps)
+}
+
+// blocks runs the ViT blocks over x in place.
+func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, threads int) error {
+	c := v.Config
+	n, T := c.Embd, len(x)
+	hd := n / c.Heads
+	caches := v.ropeCaches(g)
+	window := v.windows(g)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	q, k, val, attn := alloc2(T, n), alloc2(T, n), alloc2(T, n), alloc2(T, n)
+	for il := range v.layers {
+		L := &v.layers[il]
+		windowed := window != nil && (il+1)%c.WindowPattern != 0
+		err := parallel(ctx, threads, T, func(_, t int) error {
+			cur := make([]float32, n)
+			v.norm(cur, x[t], L.ln1W, L.ln1B)
+			linear(q[t], L.q, L.qB, cur)
+			linear(k[t], L.k, L.kB, cur)
+			linear(val[t], L.v, L.vB, cur)
+			for h := 0; caches != nil && h < c.Heads; h++ {
+				rope(q[t][h*hd:(h+1)*hd], caches[t], hd, ropeNeox)
+				rope(k[t][h*hd:(h+1)*hd], caches[t], hd, ropeNeox)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = parallel(ctx, threads, T, func(_, t int) error {
+			var keys []int
+			for s := range T {
+				if !windowed || window[s] == window[t] {
+					keys = append(keys, s)
+				}
+			}
+			scores := make([]float32, len(keys))
+			for h := range c.Heads {
+				qh := q[t][h*hd : (h+1)*hd]
+				for i, s := range keys {
+					scores[i] = dot(qh, k[s][h*hd:(h+1)*hd])
+				}
+				softmax(scores, scale)
+				out := attn[t][h*hd : (h+1)*hd]
+				clear(out)
+				for i, s := range keys {
+					for j, vv := range val[s][h*hd : (h+1)*hd] {
+						out[j] += scores[i] * vv
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = parallel(ctx, threads, T, func(_, t int) error {
+			cur := make([]float32, n)
+			linear(cur, L.o, L.oB, attn[t])
+			for j := range cur {
+				x[t][j] += cur[j]
+			}
+			v.norm(cur, x[t], L.ln2W, L.ln2B)
+			out := v.ffn(L, cur)
+			for j := range out {
+				x[t][j] += out[j]
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ffn is clip.cpp's build_ffn: up, then the activation of the gate times
+// up when there is a gate, else of up, then down.
+func (v *Vision) ffn(L *visionLayer, in []float32) []float32 {
+	up := make([]float32, v.Config.FF)
+	linear(up, L.up, L.upB, in)
+	if L.gate != nil {
+		gate := make([]float32, len(up))
+		linear(gate, L.gate, L.gateB, in)
+		for j, gv := range gate {
+			up[j] *= v.act(gv)
+		}
+	} else {
+		for j, u := range up {
+			up[j] = v.act(u)
+		}
+	}
+	out := make([]float32, v.Config.Embd)
+	linear(out, L.down, L.downB, up)
+	return out
+}
+
+func (v *Vision) act(x float32) float32 {
+	switch v.Config.act {
+	case actGELU:
+		return gelu(x)
+	case actSiLU:
+		return silu(x)
+	}
+	return geluQuick(x)
+}
+
+// geluQuick is ggml_gelu_quick_f32: x·σ(1.702·x).
+func geluQuick(x float32) float32 {
+	return x / (1 + float32(math.Exp(float64(-1.702*x))))
+}
+
+// ropeCaches are the rotary caches of each token for the 2-D RoPE towers
+// (nil for Gemma 3's learned positions). Qwen2.5-VL's is ggml_rope_multi
+// in vision mode: the first quarter of a head's pair frequencies turn with
+// the patch row, the second with its column, each section's frequencies
+// starting again from the base 10000; pairs are half a head apart.
+func (v *Vision) ropeCaches(g *patchGrid) [][]float32 {
+	c := v.Config
+	if c.Projector != projQwen25 {
+		return nil
+	}
+	hd := c.Embd / c.Heads
+	thetaScale := float32(math.Pow(10000, float64(-2/float32(hd/2))))
+	caches := alloc2(len(g.y), hd)
+	for t := range caches {
+		var theta float32
+		for i0 := 0; i0 < hd; i0 += 2 {
+			switch i0 / 2 {
+			case 0:
+				theta = float32(g.y[t])
+			case hd / 4:
+				theta = float32(g.x[t])
+			}
+			cos, sin := ropeYarn(theta, 1, [2]float32{}, i0, 0, 1)
+			caches[t][i0], caches[t][i0+1] = cos, sin
+			theta *= thetaScale
+		}
+	}
+	return caches
+}
+
+// windows gives each token of Qwen2.5-VL its attention window (nil for
+// the other towers): squares of WindowSize pixels over the grid of merged
+// 2×2 blocks, the last row and column of windows cut short.
+func (v *Vision) windows(g *patchGrid) []int {
+	c := v.Config
+	if c.Projector != projQwen25 || c.WindowPattern <= 0 {
+		return nil
+	}
+	side := max(1, c.WindowSize/c.PatchSize/2)
+	perRow := (g.nx/2 + side - 1) / side
+	w := make([]int, len(g.y))
+	for t := range w {
+		w[t] = (g.y[t]/2/side)*perRow + g.x[t]/2/side
+	}
+	return w
+}
+
+// gemma3Projector is clip_graph_siglip's Gemma 3 projector: average
+// pooling of Merge × Merge patches, an RMS norm with the soft-embedding
+// weight, and the input projection into the text model's width.
+func (v *Vision) gemma3Projector(x [][]float32, g *patchGrid) [][]float32 {
+	c := v.Config
+	k, side := c.Merge, g.nx/c.Merge
+	out := alloc2(side*side, c.ProjDim)
+	pooled := make([]float32, c.Embd)
+	inv := 1 / float32(k*k)
+	for o := range out {
+		oy, ox := o/side, o%side
+		for j := range pooled {
+			var s float32
+			for dy := range k {
+				for dx := range k {
+					s += x[(oy*k+dy)*g.nx+ox*k+dx][j]
+				}
+			}
+			pooled[j] = s * inv
+		}
+		rmsNorm(pooled, pooled, v.softEmbNorm, c.Eps)
+		for e, pe := range pooled {
+			row := v.inputProj[e*c.ProjDim : (e+1)*c.ProjDim]
+			for d, w := range row {
+				out[o][d] += w * pe
+			}
+		}
+	}
+	return out
+}
+
+// qwenMerger is Qwen2.5-VL's patch merger: each 2×2 block's four states
+// side by side through mm.0, GELU and mm.2.
+func (v *Vision) qwenMerger(x [][]float32) [][]float32 {
+	c := v.Config
+	m := 4 * c.Embd
+	out := alloc2(len(x)/4, c.ProjDim)
+	in, hidden := make([]float32, m), make([]float32, m)
+	for o := range out {
+		for i := range 4 {
+			copy(in[i*c.Embd:(i+1)*c.Embd], x[4*o+i])
+		}
+		linear(hidden, v.mm1, v.mm1B, in)
+		for j, h := range hidden {
+			hidden[j] = gelu(h)
+		}
+		linear(out[o], v.mm2, v.mm2B, hidden)
+	}
+	return out
+}
+
+// TestImage is verify's fixed image: width × height 8-bit RGB pixels of an
+// integer pattern (r = 37x + 11y, g = 17x + 53y + 80, b = xy + 3x + 160,
+// each mod 256, x the column and y the row), the image the fixtures'
+// transformers features are computed on (testdata/gen/make_vision_features.py).
+func TestImage(width, height int) []byte {
+	rgb := make([]byte, 0, 3*width*height)
+	for y := range height {
+		for x := range width {
+			rgb = append(rgb, byte((37*x+11*y)%256), byte((17*x+53*y+80)%256), byte((x*y+3*x+160)%256))
+		}
+	}
+	return rgb
+}

@@ -1,0 +1,127 @@
+package forward
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/convert"
+	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
+)
+
+// imageFixture is a fixture's mmproj/image.json with its two float32 files:
+// the fixed image as the Hugging Face processor prepares it and the
+// image features transformers computes from it.
+type imageFixture struct {
+	Image struct {
+		Height, Width int
+	} `json:"image"`
+	PixelValues struct {
+		Shape []int `json:"shape"`
+	} `json:"pixel_values"`
+	ImageFeatures struct {
+		Shape []int `json:"shape"`
+	} `json:"image_features"`
+	pixels, features []float32
+}
+
+func readF32(t *testing.T, path string, n int) []float32 {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) != 4*n {
+		t.Fatalf("%s: %d bytes, want %d float32 values", path, len(raw), n)
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return out
+}
+
+func readImageFixture(t *testing.T, name string) *imageFixture {
+	t.Helper()
+	dir := filepath.Join(fixtures, name, "mmproj")
+	raw, err := os.ReadFile(filepath.Join(dir, "image.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f imageFixture
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.PixelValues.Shape) != 3 || len(f.ImageFeatures.Shape) != 2 {
+		t.Fatalf("%s: shapes %v and %v", name, f.PixelValues.Shape, f.ImageFeatures.Shape)
+	}
+	f.pixels = readF32(t, filepath.Join(dir, "pixel_values.f32"), 3*f.Image.Height*f.Image.Width)
+	f.features = readF32(t, filepath.Join(dir, "image_features.f32"), f.ImageFeatures.Shape[0]*f.ImageFeatures.Shape[1])
+	return &f
+}
+
+// convertMMProj converts a fixture's projector to F32.
+func convertMMProj(t *testing.T, name string) *ggufread.File {
+	t.Helper()
+	dir := assembleFixture(t, name, t.TempDir())
+	out := filepath.Join(t.TempDir(), "mmproj-"+name+".gguf")
+	if _, err := convert.Run(context.Background(), dir, convert.Options{OutType: "f32", OutFile: out, MMProj: true}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ggufread.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// TestVisionTransformers runs each vision tower of an F32 projector
+// conversion on the fixture's preprocessed image and compares the image
+// features with transformers' (float32, eager attention); it also checks
+// that NormalizeImage of TestImage is the processor's pixel_values.
+func TestVisionTransformers(t *testing.T) {
+	for _, name := range []string{"gemma3mm", "qwen25vl"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ref := readImageFixture(t, name)
+			f := convertMMProj(t, name)
+			c, err := ParseVisionConfig(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := LoadVision(c, GGUFWeights(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, h := ref.Image.Width, ref.Image.Height
+			img, err := NormalizeImage(TestImage(w, h), w, h, c.Mean, c.Std)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := RelError(img.Pix, ref.pixels); e > 1e-6 {
+				t.Errorf("NormalizeImage: relative error %.3g from the processor's pixel_values", e)
+			}
+			got, err := v.Features(context.Background(), &Image{Width: w, Height: h, Pix: ref.pixels}, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != ref.ImageFeatures.Shape[0] || len(got[0]) != ref.ImageFeatures.Shape[1] {
+				t.Fatalf("%d×%d features, transformers has %v", len(got), len(got[0]), ref.ImageFeatures.Shape)
+			}
+			var flat []float32
+			for _, row := range got {
+				flat = append(flat, row...)
+			}
+			cos, rel := Cosine(flat, ref.features), RelError(flat, ref.features)
+			t.Logf("%d tokens × %d: cosine %.9f, relative error %.3g", len(got), len(got[0]), cos, rel)
+			if cos < 0.99999 || rel > math.Sqrt(2*1e-5) {
+				t.Errorf("image features: cosine %.9f, relative error %.3g from transformers'", cos, rel)
+			}
+		})
+	}
+}
