@@ -573,6 +573,17 @@ func (v *Vision) qwenMerger(x [][]float32) [][]float32 {
 	return out
 }
 
+// TestImageSize is the size of the image verify runs the tower on: Gemma
+// 3's fixed size; for Qwen2.5-VL 5 × 7 merged blocks (140 × 196 pixels at
+// patch 14, more than one attention window of 112).
+func (c *VisionConfig) TestImageSize() (width, height int) {
+	if c.Projector == projGemma3 {
+		return c.ImageSize, c.ImageSize
+	}
+	unit := c.PatchSize * c.Merge
+	return 7 * unit, 5 * unit
+}
+
 // TestImage is verify's fixed image: width × height 8-bit RGB pixels of an
 // integer pattern (r = 37x + 11y, g = 17x + 53y + 80, b = xy + 3x + 160,
 // each mod 256, x the column and y the row), the image the fixtures'
