@@ -37,6 +37,7 @@ func TestVisionForward(t *testing.T) {
 	}{
 		{"gemma3mm", 1e-1},
 		{"qwen25vl", 10}, // its RMS norms see hidden states of mean square ≈ 50
+		{"mistral3", 10},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()
@@ -87,10 +88,11 @@ func TestVisionForward(t *testing.T) {
 					setF32s(ts, out)
 				}},
 				{"image mean of another model", func(t *testing.T, m *model) {
-					m.setKV("clip.vision.image_mean", gguf.Array([]float32{0.48145466, 0.4578275, 0.40821073}))
-					if tc.fixture == "qwen25vl" {
-						m.setKV("clip.vision.image_mean", gguf.Array([]float32{0.5, 0.5, 0.5}))
+					mean := []float32{0.5, 0.5, 0.5} // SigLIP's, for CLIP's
+					if tc.fixture == "gemma3mm" {
+						mean = []float32{0.48145466, 0.4578275, 0.40821073}
 					}
+					m.setKV("clip.vision.image_mean", gguf.Array(mean))
 				}},
 				{"wrong norm epsilon", func(t *testing.T, m *model) {
 					m.setKV("clip.vision.attention.layer_norm_epsilon", gguf.Float32(tc.eps))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Vision towers of multimodal projector files (general.architecture clip),
@@ -14,15 +15,19 @@ import (
 
 // Projector types with a vision forward pass.
 const (
-	projGemma3 = "gemma3"
-	projQwen25 = "qwen2.5vl_merger"
+	projGemma3  = "gemma3"
+	projQwen25  = "qwen2.5vl_merger"
+	projPixtral = "pixtral"
 )
 
 // VisionProjectors are the clip.projector_type values Vision runs:
 // Gemma 3's SigLIP tower with its average-pooling projector
-// (clip_graph_siglip) and Qwen2.5-VL's window-attention tower with its 2×2
-// patch merger (clip_graph_qwen2vl).
-var VisionProjectors = []string{projGemma3, projQwen25}
+// (clip_graph_siglip), Qwen2.5-VL's window-attention tower with its 2×2
+// patch merger (clip_graph_qwen2vl) and the Pixtral / Mistral 3 tower
+// (LlavaForConditionalGeneration and Mistral3ForConditionalGeneration
+// conversions: 2-D RoPE, SwiGLU, optional patch merger, two-layer
+// projector; clip_graph_pixtral).
+var VisionProjectors = []string{projGemma3, projQwen25, projPixtral}
 
 // visionAct is the blocks' feed-forward activation (clip.use_gelu,
 // clip.use_silu, else GELU-quick).
@@ -45,8 +50,8 @@ type VisionConfig struct {
 	Mean, Std [3]float32
 	act       visionAct
 	// Merge is Gemma 3's pooling kernel (clip.vision.projector.scale_factor,
-	// default 4) or the side of Qwen2.5-VL's merged patch groups
-	// (clip.vision.spatial_merge_size, 2).
+	// default 4) or the side of Qwen2.5-VL's and Pixtral's merged patch
+	// groups (clip.vision.spatial_merge_size, default 2 and 1).
 	Merge int
 	// WindowPattern is Qwen2.5-VL's n_wa_pattern: every WindowPattern-th
 	// block attends over the whole image, the others within windows of
@@ -63,7 +68,7 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		return nil, err
 	}
 	switch c.Projector {
-	case projGemma3, projQwen25:
+	case projGemma3, projQwen25, projPixtral:
 	default:
 		return nil, fmt.Errorf("%w: no vision forward pass for projector %q", ErrUnsupported, c.Projector)
 	}
@@ -135,6 +140,8 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		if _, err := r.u32("clip.vision.window_size", &c.WindowSize, false); err != nil {
 			return nil, err
 		}
+	case projPixtral:
+		c.Merge = 1
 	}
 	if _, err := r.u32(mergeKey, &c.Merge, false); err != nil {
 		return nil, err
@@ -189,9 +196,13 @@ type Vision struct {
 	layers           []visionLayer
 	// Gemma 3: soft-embedding norm and input projection ([E][D]).
 	softEmbNorm, inputProj []float32
-	// Qwen2.5-VL's merger (mm.0, mm.2).
+	// Qwen2.5-VL's merger (mm.0, mm.2); Pixtral's projector (mm.1, mm.2)
+	// after Mistral 3's norm and patch merger, and the [IMG_BREAK]
+	// embedding that ends each row of image tokens but the last.
 	mm1, mm1B, mm2, mm2B []float32
-	// rms: the blocks' norms are RMS norms (Qwen2.5-VL).
+	merger, mergerNorm   []float32
+	imgBreak             []float32
+	// rms: the blocks' norms are RMS norms (Qwen2.5-VL, Pixtral).
 	rms bool
 }
 
@@ -231,6 +242,14 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		m := 4 * n
 		v.mm1, v.mm1B = l.get("mm.0.weight", m, m, true), l.get("mm.0.bias", m, 1, true)
 		v.mm2, v.mm2B = l.get("mm.2.weight", m, d, true), l.get("mm.2.bias", d, 1, true)
+	case projPixtral:
+		v.mm1, v.mm1B = l.get("mm.1.weight", n, d, true), l.get("mm.1.bias", d, 1, false)
+		v.mm2, v.mm2B = l.get("mm.2.weight", d, d, true), l.get("mm.2.bias", d, 1, false)
+		v.imgBreak = l.get("v.token_embd.img_break", d, 1, false)
+		if _, ok := w.Tensor("mm.patch_merger.weight"); ok {
+			v.mergerNorm = l.get("mm.input_norm.weight", n, 1, true)
+			v.merger = l.get("mm.patch_merger.weight", n*c.Merge*c.Merge, n, true)
+		}
 	}
 	if l.err != nil {
 		return nil, l.err
@@ -314,10 +333,13 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 			v.norm(x[t], x[t], v.postLnW, v.postLnB)
 		}
 	}
-	if c.Projector == projGemma3 {
+	switch c.Projector {
+	case projGemma3:
 		return v.gemma3Projector(x, g), nil
+	case projQwen25:
+		return v.qwenMerger(x), nil
 	}
-	return v.qwenMerger(x), nil
+	return v.pixtralProjector(x, g), nil
 }
 
 // embedPatches is the patch convolution (ggml_conv_2d with stride the patch
@@ -370,7 +392,7 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 	c := v.Config
 	n, T := c.Embd, len(x)
 	hd := n / c.Heads
-	caches := v.ropeCaches(g)
+	caches, mode := v.ropeCaches(g)
 	window := v.windows(g)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	q, k, val, attn := alloc2(T, n), alloc2(T, n), alloc2(T, n), alloc2(T, n)
@@ -384,8 +406,8 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 			linear(k[t], L.k, L.kB, cur)
 			linear(val[t], L.v, L.vB, cur)
 			for h := 0; caches != nil && h < c.Heads; h++ {
-				rope(q[t][h*hd:(h+1)*hd], caches[t], hd, ropeNeox)
-				rope(k[t][h*hd:(h+1)*hd], caches[t], hd, ropeNeox)
+				rope(q[t][h*hd:(h+1)*hd], caches[t], hd, mode)
+				rope(k[t][h*hd:(h+1)*hd], caches[t], hd, mode)
 			}
 			return nil
 		})
@@ -476,33 +498,58 @@ func geluQuick(x float32) float32 {
 }
 
 // ropeCaches are the rotary caches of each token for the 2-D RoPE towers
-// (nil for Gemma 3's learned positions). Qwen2.5-VL's is ggml_rope_multi
-// in vision mode: the first quarter of a head's pair frequencies turn with
-// the patch row, the second with its column, each section's frequencies
-// starting again from the base 10000; pairs are half a head apart.
-func (v *Vision) ropeCaches(g *patchGrid) [][]float32 {
+// (nil for Gemma 3's learned positions), with the rotation's pairing.
+//
+// Qwen2.5-VL's is ggml_rope_multi in vision mode: the first quarter of a
+// head's pair frequencies turn with the patch row, the second with its
+// column, each section's frequencies starting again from the base 10000;
+// pairs are half a head apart. Pixtral's is clip.cpp's build_rope_2d: two
+// ggml_rope_ext of consecutive pairs, the first half of the head by the
+// row at frequencies 10000^(−4k/d), the second by the column at
+// 10000^(−(4k+2)/d).
+func (v *Vision) ropeCaches(g *patchGrid) ([][]float32, ropeMode) {
 	c := v.Config
-	if c.Projector != projQwen25 {
-		return nil
-	}
 	hd := c.Embd / c.Heads
-	thetaScale := float32(math.Pow(10000, float64(-2/float32(hd/2))))
-	caches := alloc2(len(g.y), hd)
-	for t := range caches {
-		var theta float32
-		for i0 := 0; i0 < hd; i0 += 2 {
-			switch i0 / 2 {
-			case 0:
-				theta = float32(g.y[t])
-			case hd / 4:
-				theta = float32(g.x[t])
+	switch c.Projector {
+	case projQwen25:
+		thetaScale := float32(math.Pow(10000, float64(-2/float32(hd/2))))
+		caches := alloc2(len(g.y), hd)
+		for t := range caches {
+			var theta float32
+			for i0 := 0; i0 < hd; i0 += 2 {
+				switch i0 / 2 {
+				case 0:
+					theta = float32(g.y[t])
+				case hd / 4:
+					theta = float32(g.x[t])
+				}
+				cos, sin := ropeYarn(theta, 1, [2]float32{}, i0, 0, 1)
+				caches[t][i0], caches[t][i0+1] = cos, sin
+				theta *= thetaScale
 			}
-			cos, sin := ropeYarn(theta, 1, [2]float32{}, i0, 0, 1)
-			caches[t][i0], caches[t][i0+1] = cos, sin
-			theta *= thetaScale
 		}
+		return caches, ropeNeox
+	case projPixtral:
+		half := hd / 2
+		thetaScale := float32(math.Pow(10000, float64(-2/float32(half))))
+		oddScale := float32(math.Pow(10000, float64(-2/float32(hd))))
+		caches := alloc2(len(g.y), hd)
+		for t := range caches {
+			for part, p := range []struct {
+				pos   int
+				scale float32
+			}{{g.y[t], 1}, {g.x[t], oddScale}} {
+				theta := float32(p.pos)
+				for i0 := 0; i0 < half; i0 += 2 {
+					cos, sin := ropeYarn(theta, p.scale, [2]float32{}, i0, 0, 1)
+					caches[t][part*half+i0], caches[t][part*half+i0+1] = cos, sin
+					theta *= thetaScale
+				}
+			}
+		}
+		return caches, ropeNorm
 	}
-	return caches
+	return nil, ropeNorm
 }
 
 // windows gives each token of Qwen2.5-VL its attention window (nil for
@@ -573,14 +620,64 @@ func (v *Vision) qwenMerger(x [][]float32) [][]float32 {
 	return out
 }
 
+// pixtralProjector is clip_graph_pixtral's projection: with Mistral 3's
+// patch merger, an RMS norm and each Merge × Merge square of patches (their
+// values channel by channel, as torch's unfold lays them out) through
+// mm.patch_merger; then mm.1, GELU, mm.2; then, when the file has one, the
+// [IMG_BREAK] embedding after each row of tokens but the last.
+func (v *Vision) pixtralProjector(x [][]float32, g *patchGrid) [][]float32 {
+	c := v.Config
+	n, k := c.Embd, c.Merge
+	cols, rows := g.nx, g.ny
+	if v.merger != nil {
+		for t := range x {
+			rmsNorm(x[t], x[t], v.mergerNorm, c.Eps)
+		}
+		cols, rows = g.nx/k, g.ny/k
+		merged := alloc2(cols*rows, n)
+		in := make([]float32, n*k*k)
+		for o := range merged {
+			oy, ox := o/cols, o%cols
+			for ch := range n {
+				for ky := range k {
+					for kx := range k {
+						in[(ch*k+ky)*k+kx] = x[(oy*k+ky)*g.nx+ox*k+kx][ch]
+					}
+				}
+			}
+			linear(merged[o], v.merger, nil, in)
+		}
+		x = merged
+	}
+	var out [][]float32
+	hidden := make([]float32, c.ProjDim)
+	for t := range x {
+		linear(hidden, v.mm1, v.mm1B, x[t])
+		for j, h := range hidden {
+			hidden[j] = gelu(h)
+		}
+		row := make([]float32, c.ProjDim)
+		linear(row, v.mm2, v.mm2B, hidden)
+		out = append(out, row)
+		if v.imgBreak != nil && t%cols == cols-1 && t/cols < rows-1 {
+			out = append(out, slices.Clone(v.imgBreak))
+		}
+	}
+	return out
+}
+
 // TestImageSize is the size of the image verify runs the tower on: Gemma
 // 3's fixed size; for Qwen2.5-VL 5 × 7 merged blocks (140 × 196 pixels at
-// patch 14, more than one attention window of 112).
+// patch 14, more than one attention window of 112); for Pixtral 2 × 4
+// merged blocks.
 func (c *VisionConfig) TestImageSize() (width, height int) {
-	if c.Projector == projGemma3 {
-		return c.ImageSize, c.ImageSize
-	}
 	unit := c.PatchSize * c.Merge
+	switch c.Projector {
+	case projGemma3:
+		return c.ImageSize, c.ImageSize
+	case projPixtral:
+		return 4 * unit, 2 * unit
+	}
 	return 7 * unit, 5 * unit
 }
 

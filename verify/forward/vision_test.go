@@ -85,7 +85,7 @@ func convertMMProj(t *testing.T, name string) *ggufread.File {
 // features with transformers' (float32, eager attention); it also checks
 // that NormalizeImage of TestImage is the processor's pixel_values.
 func TestVisionTransformers(t *testing.T) {
-	for _, name := range []string{"gemma3mm", "qwen25vl"} {
+	for _, name := range []string{"gemma3mm", "qwen25vl", "mistral3"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ref := readImageFixture(t, name)
