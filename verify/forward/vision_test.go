@@ -125,3 +125,61 @@ func TestVisionTransformers(t *testing.T) {
 		})
 	}
 }
+
+// withTensor serves one more tensor beside a file's.
+type withTensor struct {
+	Weights
+	name string
+	t    *memTensor
+}
+
+func (w withTensor) Tensor(name string) (Tensor, bool) {
+	if name == w.name {
+		return w.t, true
+	}
+	return w.Weights.Tensor(name)
+}
+
+// TestVisionImgBreak: a Pixtral file with an [IMG_BREAK] embedding gets it
+// after each row of image tokens but the last, the image tokens unchanged.
+func TestVisionImgBreak(t *testing.T) {
+	f := convertMMProj(t, "mistral3")
+	c, err := ParseVisionConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brk := make([]float32, c.ProjDim)
+	for i := range brk {
+		brk[i] = float32(i) - 7
+	}
+	side := 3 * c.PatchSize * c.Merge // 3 × 3 merged tokens
+	img, err := NormalizeImage(TestImage(side, side), side, side, c.Mean, c.Std)
+	if err != nil {
+		t.Fatal(err)
+	}
+	features := func(w Weights) [][]float32 {
+		v, err := LoadVision(c, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := v.Features(context.Background(), img, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	plain := features(GGUFWeights(f))
+	withBreak := features(withTensor{GGUFWeights(f), "v.token_embd.img_break", &memTensor{shape: []int64{int64(c.ProjDim)}, data: brk}})
+	if len(plain) != 9 || len(withBreak) != 11 {
+		t.Fatalf("%d tokens, %d with breaks; want 9 and 11", len(plain), len(withBreak))
+	}
+	for i, row := range withBreak {
+		want, what := plain[i-i/4], "image token"
+		if i == 3 || i == 7 {
+			want, what = brk, "[IMG_BREAK]"
+		}
+		if RelError(row, want) != 0 {
+			t.Errorf("token %d is not the %s", i, what)
+		}
+	}
+}
