@@ -29,6 +29,12 @@ const (
 // projector; clip_graph_pixtral).
 var VisionProjectors = []string{projGemma3, projQwen25, projPixtral}
 
+// Bounds of a tower's image geometry.
+const (
+	maxImageSide = 1 << 13
+	maxPatch     = 1 << 8
+)
+
 // visionAct is the blocks' feed-forward activation (clip.use_gelu,
 // clip.use_silu, else GELU-quick).
 type visionAct int
@@ -88,6 +94,11 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 			return nil, fmt.Errorf("%w: %s = %d", ErrMetadata, k.key, *k.dst)
 		}
 	}
+	// Images of at most maxImageSide pixels a side, patches of at most
+	// maxPatch: bounds on what a file's keys can make the pass allocate.
+	if c.ImageSize > maxImageSide || c.PatchSize > maxPatch || c.PatchSize > c.ImageSize {
+		return nil, fmt.Errorf("%w: image size %d, patch size %d (at most %d and %d)", ErrMetadata, c.ImageSize, c.PatchSize, maxImageSide, maxPatch)
+	}
 	if c.Layers > maxLayers {
 		return nil, fmt.Errorf("%w: clip.vision.block_count = %d (must be 1..%d)", ErrMetadata, c.Layers, maxLayers)
 	}
@@ -146,7 +157,7 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 	if _, err := r.u32(mergeKey, &c.Merge, false); err != nil {
 		return nil, err
 	}
-	if c.Merge <= 0 || c.Merge > 64 || c.Projector == projQwen25 && c.Merge != 2 {
+	if c.Merge <= 0 || c.Merge*c.PatchSize > maxPatch || c.Projector == projQwen25 && c.Merge != 2 {
 		return nil, fmt.Errorf("%w: %s = %d", ErrMetadata, mergeKey, c.Merge)
 	}
 	return c, nil

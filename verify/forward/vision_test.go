@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"encoding/json"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ggufkit/ggufkit/convert"
+	"github.com/ggufkit/ggufkit/gguf"
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 )
 
@@ -181,5 +183,49 @@ func TestVisionImgBreak(t *testing.T) {
 		if RelError(row, want) != 0 {
 			t.Errorf("token %d is not the %s", i, what)
 		}
+	}
+}
+
+// TestVisionErrors: keys a projector file could get wrong are refused with
+// ErrMetadata (or ErrUnsupported for a tower without a forward pass), and
+// an image the tower cannot take with ErrUnsupported, before anything is
+// allocated for them.
+func TestVisionErrors(t *testing.T) {
+	f := convertMMProj(t, "qwen25vl")
+	for _, tc := range []struct {
+		name, key string
+		v         gguf.Value
+		want      error
+	}{
+		{"unknown projector", "clip.projector_type", gguf.String("mlp"), ErrUnsupported},
+		{"huge image", "clip.vision.image_size", gguf.Uint32(1 << 20), ErrMetadata},
+		{"huge patch", "clip.vision.patch_size", gguf.Uint32(512), ErrMetadata},
+		{"no patch", "clip.vision.patch_size", gguf.Uint32(0), ErrMetadata},
+		{"merge of 3", "clip.vision.spatial_merge_size", gguf.Uint32(3), ErrMetadata},
+		{"zero std", "clip.vision.image_std", gguf.Array([]float32{0.5, 0, 0.5}), ErrMetadata},
+		{"two means", "clip.vision.image_mean", gguf.Array([]float32{0.5, 0.5}), ErrMetadata},
+		{"epsilon of the wrong type", "clip.vision.attention.layer_norm_epsilon", gguf.String("1e-6"), ErrMetadata},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := ParseVisionConfig(withKV{f, tc.key, tc.v}); !errors.Is(err, tc.want) {
+				t.Errorf("error %v, want %v", err, tc.want)
+			}
+		})
+	}
+	c, err := ParseVisionConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := LoadVision(c, GGUFWeights(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range []*Image{{Width: 28, Height: 42, Pix: make([]float32, 3*28*42)}, {Width: 28, Height: 28, Pix: nil}} {
+		if _, err := v.Features(context.Background(), img, 1); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%d×%d image of %d values: error %v", img.Width, img.Height, len(img.Pix), err)
+		}
+	}
+	if _, err := NormalizeImage(make([]byte, 5), 2, 1, c.Mean, c.Std); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("NormalizeImage of 5 bytes: %v", err)
 	}
 }
