@@ -268,38 +268,6 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 	return v, nil
 }
 
-// getN reads a tensor of the given ggml shape (any rank).
-func (l *encLoader) getN(name string, shape []int, required bool) []float32 {
-	if l.err != nil {
-		return nil
-	}
-	t, ok := l.w.Tensor(name)
-	if !ok {
-		if required {
-			l.err = fmt.Errorf("%w: tensor %s missing", ErrWeights, name)
-		}
-		return nil
-	}
-	s := t.Shape()
-	rows, okShape := 1, len(s) == len(shape)
-	for i := 0; okShape && i < len(s); i++ {
-		okShape = s[i] == int64(shape[i])
-		if i > 0 {
-			rows *= shape[i]
-		}
-	}
-	if !okShape {
-		l.err = fmt.Errorf("%w: tensor %s has shape %v, want %v", ErrWeights, name, s, shape)
-		return nil
-	}
-	dst := make([]float32, rows*shape[0])
-	if err := t.ReadRows(0, rows, dst); err != nil {
-		l.err = fmt.Errorf("tensor %s: %w", name, err)
-		return nil
-	}
-	return dst
-}
-
 // patchGrid is the tower's tokens: their patch rows and columns.
 type patchGrid struct {
 	nx, ny int

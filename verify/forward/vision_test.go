@@ -3,8 +3,8 @@ package forward
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -82,6 +82,20 @@ func convertMMProj(t *testing.T, name string) *ggufread.File {
 	return f
 }
 
+// loadVision reads a projector file's vision tower.
+func loadVision(t *testing.T, f *ggufread.File) (*VisionConfig, *Vision) {
+	t.Helper()
+	c, err := ParseVisionConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := LoadVision(c, GGUFWeights(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, v
+}
+
 // TestVisionTransformers runs each vision tower of an F32 projector
 // conversion on the fixture's preprocessed image and compares the image
 // features with transformers' (float32, eager attention); it also checks
@@ -91,15 +105,7 @@ func TestVisionTransformers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ref := readImageFixture(t, name)
-			f := convertMMProj(t, name)
-			c, err := ParseVisionConfig(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := LoadVision(c, GGUFWeights(f))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, v := loadVision(t, convertMMProj(t, name))
 			w, h := ref.Image.Width, ref.Image.Height
 			img, err := NormalizeImage(TestImage(w, h), w, h, c.Mean, c.Std)
 			if err != nil {
@@ -212,14 +218,7 @@ func TestVisionErrors(t *testing.T) {
 			}
 		})
 	}
-	c, err := ParseVisionConfig(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := LoadVision(c, GGUFWeights(f))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, v := loadVision(t, f)
 	for _, img := range []*Image{{Width: 28, Height: 42, Pix: make([]float32, 3*28*42)}, {Width: 28, Height: 28, Pix: nil}} {
 		if _, err := v.Features(context.Background(), img, 1); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%d×%d image of %d values: error %v", img.Width, img.Height, len(img.Pix), err)
