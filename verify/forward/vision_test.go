@@ -69,17 +69,7 @@ func readImageFixture(t *testing.T, name string) *imageFixture {
 // convertMMProj converts a fixture's projector to F32.
 func convertMMProj(t *testing.T, name string) *ggufread.File {
 	t.Helper()
-	dir := assembleFixture(t, name, t.TempDir())
-	out := filepath.Join(t.TempDir(), "mmproj-"+name+".gguf")
-	if _, err := convert.Run(context.Background(), dir, convert.Options{OutType: "f32", OutFile: out, MMProj: true}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := ggufread.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
+	return convertFixtureWith(t, name, convert.Options{MMProj: true})
 }
 
 // loadVision reads a projector file's vision tower.
