@@ -346,7 +346,7 @@ func (v *Vision) embedPatches(img *Image, g *patchGrid) [][]float32 {
 		}
 		for _, k := range v.patch {
 			for e := 0; k != nil && e < n; e++ {
-				x[t][e] += dot(k[e*len(patch):(e+1)*len(patch)], patch)
+				x[t][e] += dotF32(k[e*len(patch):(e+1)*len(patch)], patch)
 			}
 		}
 		if v.patchB != nil {
@@ -381,9 +381,9 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 		err := parallel(ctx, threads, T, func(_, t int) error {
 			cur := make([]float32, n)
 			v.norm(cur, x[t], L.ln1W, L.ln1B)
-			linear(q[t], L.q, L.qB, cur)
-			linear(k[t], L.k, L.kB, cur)
-			linear(val[t], L.v, L.vB, cur)
+			project(q[t], L.q, L.qB, cur)
+			project(k[t], L.k, L.kB, cur)
+			project(val[t], L.v, L.vB, cur)
 			for h := 0; caches != nil && h < c.Heads; h++ {
 				rope(q[t][h*hd:(h+1)*hd], caches[t], hd, mode)
 				rope(k[t][h*hd:(h+1)*hd], caches[t], hd, mode)
@@ -404,7 +404,7 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 			for h := range c.Heads {
 				qh := q[t][h*hd : (h+1)*hd]
 				for i, s := range keys {
-					scores[i] = dot(qh, k[s][h*hd:(h+1)*hd])
+					scores[i] = dotF32(qh, k[s][h*hd:(h+1)*hd])
 				}
 				softmax(scores, scale)
 				out := attn[t][h*hd : (h+1)*hd]
@@ -422,7 +422,7 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 		}
 		err = parallel(ctx, threads, T, func(_, t int) error {
 			cur := make([]float32, n)
-			linear(cur, L.o, L.oB, attn[t])
+			project(cur, L.o, L.oB, attn[t])
 			for j := range cur {
 				x[t][j] += cur[j]
 			}
@@ -440,14 +440,27 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 	return nil
 }
 
+// project writes W·x + b for W of len(out) rows of len(x) values, with
+// dotF32's FMA kernel where the CPU has one: a tower's thousands of patches
+// make these products its cost.
+func project(out, w, b, x []float32) {
+	n := len(x)
+	for o := range out {
+		out[o] = dotF32(w[o*n:(o+1)*n], x)
+		if b != nil {
+			out[o] += b[o]
+		}
+	}
+}
+
 // ffn is clip.cpp's build_ffn: up, then the activation of the gate times
 // up when there is a gate, else of up, then down.
 func (v *Vision) ffn(L *visionLayer, in []float32) []float32 {
 	up := make([]float32, v.Config.FF)
-	linear(up, L.up, L.upB, in)
+	project(up, L.up, L.upB, in)
 	if L.gate != nil {
 		gate := make([]float32, len(up))
-		linear(gate, L.gate, L.gateB, in)
+		project(gate, L.gate, L.gateB, in)
 		for j, gv := range gate {
 			up[j] *= v.act(gv)
 		}
@@ -457,7 +470,7 @@ func (v *Vision) ffn(L *visionLayer, in []float32) []float32 {
 		}
 	}
 	out := make([]float32, v.Config.Embd)
-	linear(out, L.down, L.downB, up)
+	project(out, L.down, L.downB, up)
 	return out
 }
 
@@ -590,11 +603,11 @@ func (v *Vision) qwenMerger(x [][]float32) [][]float32 {
 		for i := range 4 {
 			copy(in[i*c.Embd:(i+1)*c.Embd], x[4*o+i])
 		}
-		linear(hidden, v.mm1, v.mm1B, in)
+		project(hidden, v.mm1, v.mm1B, in)
 		for j, h := range hidden {
 			hidden[j] = gelu(h)
 		}
-		linear(out[o], v.mm2, v.mm2B, hidden)
+		project(out[o], v.mm2, v.mm2B, hidden)
 	}
 	return out
 }
@@ -624,19 +637,19 @@ func (v *Vision) pixtralProjector(x [][]float32, g *patchGrid) [][]float32 {
 					}
 				}
 			}
-			linear(merged[o], v.merger, nil, in)
+			project(merged[o], v.merger, nil, in)
 		}
 		x = merged
 	}
 	var out [][]float32
 	hidden := make([]float32, c.ProjDim)
 	for t := range x {
-		linear(hidden, v.mm1, v.mm1B, x[t])
+		project(hidden, v.mm1, v.mm1B, x[t])
 		for j, h := range hidden {
 			hidden[j] = gelu(h)
 		}
 		row := make([]float32, c.ProjDim)
-		linear(row, v.mm2, v.mm2B, hidden)
+		project(row, v.mm2, v.mm2B, hidden)
 		out = append(out, row)
 		if v.imgBreak != nil && t%cols == cols-1 && t/cols < rows-1 {
 			out = append(out, slices.Clone(v.imgBreak))
