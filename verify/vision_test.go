@@ -36,6 +36,7 @@ func TestVisionForward(t *testing.T) {
 		eps float32
 	}{
 		{"gemma3mm", 1e-1},
+		{"qwen2vl", 10},
 		{"qwen25vl", 10}, // its RMS norms see hidden states of mean square ≈ 50
 		{"mistral3", 10},
 	} {

@@ -10,13 +10,13 @@ For each fixture named with --only (a fixture of make_convert_fixtures.py with a
      preprocessor_config.json, the slow Python implementation);
   3. write into <fixture>/mmproj/:
        pixel_values.f32    the preprocessed image as float32 little-endian [3, height, width] (channel planes,
-                           the layout of llama.cpp's clip inp_raw; Qwen2.5-VL's flattened patches are put back
+                           the layout of llama.cpp's clip inp_raw; the Qwen towers' flattened patches are put back
                            in image order, one temporal copy);
        image_features.f32  the projector's output (what the language model receives), float32 little-endian
                            [tokens, width] in the processor's token order;
        image.json          shapes, the image pattern, sha256 of both files, versions and the calls made.
 
-  PYTHONPATH=<pillow> python testdata/gen/make_vision_features.py --fixtures testdata/convert --only gemma3mm qwen25vl mistral3
+  PYTHONPATH=<pillow> python testdata/gen/make_vision_features.py --fixtures testdata/convert --only gemma3mm qwen2vl qwen25vl mistral3
 
 Needs Pillow (the processors' resize) beside the fixtures' packages.
 """
@@ -36,9 +36,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 # Image size (height, width) per fixture: the processor's own target size (Gemma 3: size; Pixtral: within
-# longest_edge, multiples of patch × merge) or, for Qwen2.5-VL, a multiple of patch × merge (28) above min_pixels
-# that its smart_resize keeps and that spans more than one attention window (window_size 112 px).
-IMAGES = {"gemma3mm": (28, 28), "qwen25vl": (140, 196), "mistral3": (28, 56)}
+# longest_edge, multiples of patch × merge) or, for Qwen2-VL and Qwen2.5-VL, a multiple of patch × merge (28)
+# above min_pixels that smart_resize keeps and that spans more than one attention window (window_size 112 px).
+IMAGES = {"gemma3mm": (28, 28), "qwen2vl": (140, 196), "qwen25vl": (140, 196), "mistral3": (28, 56)}
 
 PATTERN = "r = (37x + 11y) mod 256, g = (17x + 53y + 80) mod 256, b = (xy + 3x + 160) mod 256 (x column, y row)"
 
@@ -63,7 +63,7 @@ def features(name, folder, spec, img):
     model.eval()
     pil = Image.fromarray(img)
     h, w = img.shape[:2]
-    if name == "qwen25vl":
+    if name in ("qwen2vl", "qwen25vl"):
         out = proc(images=[pil], return_tensors="pt")
         pv, thw = out["pixel_values"], out["image_grid_thw"]
         feats = model.get_image_features(pixel_values=pv, image_grid_thw=thw)

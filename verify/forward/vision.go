@@ -16,18 +16,20 @@ import (
 // Projector types with a vision forward pass.
 const (
 	projGemma3  = "gemma3"
+	projQwen2   = "qwen2vl_merger"
 	projQwen25  = "qwen2.5vl_merger"
 	projPixtral = "pixtral"
 )
 
 // VisionProjectors are the clip.projector_type values Vision runs:
 // Gemma 3's SigLIP tower with its average-pooling projector
-// (clip_graph_siglip), Qwen2.5-VL's window-attention tower with its 2×2
-// patch merger (clip_graph_qwen2vl) and the Pixtral / Mistral 3 tower
+// (clip_graph_siglip), Qwen2-VL's and Qwen2.5-VL's towers (window
+// attention in the latter) with their 2×2 patch merger (clip_graph_qwen2vl)
+// and the Pixtral / Mistral 3 tower
 // (LlavaForConditionalGeneration and Mistral3ForConditionalGeneration
 // conversions: 2-D RoPE, SwiGLU, optional patch merger, two-layer
 // projector; clip_graph_pixtral).
-var VisionProjectors = []string{projGemma3, projQwen25, projPixtral}
+var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projPixtral}
 
 // Bounds of a tower's image geometry.
 const (
@@ -56,7 +58,7 @@ type VisionConfig struct {
 	Mean, Std [3]float32
 	act       visionAct
 	// Merge is Gemma 3's pooling kernel (clip.vision.projector.scale_factor,
-	// default 4) or the side of Qwen2.5-VL's and Pixtral's merged patch
+	// default 4) or the side of the Qwen towers' and Pixtral's merged patch
 	// groups (clip.vision.spatial_merge_size, default 2 and 1).
 	Merge int
 	// WindowPattern is Qwen2.5-VL's n_wa_pattern: every WindowPattern-th
@@ -74,7 +76,7 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		return nil, err
 	}
 	switch c.Projector {
-	case projGemma3, projQwen25, projPixtral:
+	case projGemma3, projQwen2, projQwen25, projPixtral:
 	default:
 		return nil, fmt.Errorf("%w: no vision forward pass for projector %q", ErrUnsupported, c.Projector)
 	}
@@ -143,9 +145,10 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 	switch c.Projector {
 	case projGemma3:
 		c.Merge, mergeKey = 4, "clip.vision.projector.scale_factor"
-	case projQwen25:
+	case projQwen2, projQwen25:
 		c.Merge, c.WindowSize = 2, 112
-		if _, err := r.u32("clip.vision.n_wa_pattern", &c.WindowPattern, true); err != nil {
+		// Only Qwen2.5-VL requires the key (clip.cpp); Qwen2-VL has no windows.
+		if _, err := r.u32("clip.vision.n_wa_pattern", &c.WindowPattern, c.Projector == projQwen25); err != nil {
 			return nil, err
 		}
 		if _, err := r.u32("clip.vision.window_size", &c.WindowSize, false); err != nil {
@@ -157,11 +160,14 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 	if _, err := r.u32(mergeKey, &c.Merge, false); err != nil {
 		return nil, err
 	}
-	if c.Merge <= 0 || c.Merge*c.PatchSize > maxPatch || c.Projector == projQwen25 && c.Merge != 2 {
+	if c.Merge <= 0 || c.Merge*c.PatchSize > maxPatch || c.qwen() && c.Merge != 2 {
 		return nil, fmt.Errorf("%w: %s = %d", ErrMetadata, mergeKey, c.Merge)
 	}
 	return c, nil
 }
+
+// qwen tells the Qwen-VL towers (clip_graph_qwen2vl).
+func (c *VisionConfig) qwen() bool { return c.Projector == projQwen2 || c.Projector == projQwen25 }
 
 // Image is a preprocessed image: channel planes of Height × Width values,
 // normalised (llama.cpp's clip_image_f32 as its inp_raw holds it).
@@ -199,7 +205,7 @@ type visionLayer struct {
 // Vision is a vision tower with its projector, weights decoded to float32.
 type Vision struct {
 	Config *VisionConfig
-	// patch[1] is Qwen2.5-VL's second temporal kernel, [E][3][P][P] each.
+	// patch[1] is the Qwen towers' second temporal kernel, [E][3][P][P] each.
 	patch            [2][]float32
 	patchB, pos      []float32
 	preLnW, preLnB   []float32
@@ -207,20 +213,21 @@ type Vision struct {
 	layers           []visionLayer
 	// Gemma 3: soft-embedding norm and input projection ([E][D]).
 	softEmbNorm, inputProj []float32
-	// Qwen2.5-VL's merger (mm.0, mm.2); Pixtral's projector (mm.1, mm.2)
+	// The Qwen towers' merger (mm.0, mm.2); Pixtral's projector (mm.1, mm.2)
 	// after Mistral 3's norm and patch merger, and the [IMG_BREAK]
 	// embedding that ends each row of image tokens but the last.
 	mm1, mm1B, mm2, mm2B []float32
 	merger, mergerNorm   []float32
 	imgBreak             []float32
-	// rms: the blocks' norms are RMS norms (Qwen2.5-VL, Pixtral).
+	// rms: the blocks' norms are RMS norms (Qwen2.5-VL, Pixtral; clip_graph_qwen2vl's
+	// NORM_TYPE_RMS for Qwen2.5-VL only).
 	rms bool
 }
 
 // LoadVision reads a vision tower's weights (ErrWeights for a missing
 // tensor or one of the wrong shape).
 func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
-	v := &Vision{Config: c, rms: c.Projector != projGemma3}
+	v := &Vision{Config: c, rms: c.Projector == projQwen25 || c.Projector == projPixtral}
 	l := &encLoader{w: w}
 	n, p, ff := c.Embd, c.PatchSize, c.FF
 	v.patch[0] = l.getN("v.patch_embd.weight", []int{p, p, 3, n}, true)
@@ -248,7 +255,7 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		v.pos = l.get("v.position_embd.weight", n, side*side, true)
 		v.softEmbNorm = l.get("mm.soft_emb_norm.weight", n, 1, true)
 		v.inputProj = l.get("mm.input_projection.weight", d, n, true)
-	case projQwen25:
+	case projQwen2, projQwen25:
 		v.patch[1] = l.getN("v.patch_embd.weight.1", []int{p, p, 3, n}, true)
 		m := 4 * n
 		v.mm1, v.mm1B = l.get("mm.0.weight", m, m, true), l.get("mm.0.bias", m, 1, true)
@@ -315,15 +322,15 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 	switch c.Projector {
 	case projGemma3:
 		return v.gemma3Projector(x, g), nil
-	case projQwen25:
+	case projQwen2, projQwen25:
 		return v.qwenMerger(x), nil
 	}
 	return v.pixtralProjector(x, g), nil
 }
 
 // embedPatches is the patch convolution (ggml_conv_2d with stride the patch
-// size; Qwen2.5-VL adds its second kernel over the same still image).
-// Tokens are in raster order, or for Qwen2.5-VL grouped by 2×2 merge
+// size; the Qwen towers add their second kernel over the same still
+// image). Tokens are in raster order, or for the Qwen towers grouped by 2×2 merge
 // blocks (clip_graph_qwen2vl's second conv dimension).
 func (v *Vision) embedPatches(img *Image, g *patchGrid) [][]float32 {
 	c := v.Config
@@ -333,7 +340,7 @@ func (v *Vision) embedPatches(img *Image, g *patchGrid) [][]float32 {
 	x := alloc2(g.nx*g.ny, n)
 	for t := range x {
 		py, px := t/g.nx, t%g.nx
-		if c.Projector == projQwen25 {
+		if c.qwen() {
 			blk, in := t/4, t%4
 			py, px = 2*(blk/(g.nx/2))+in/2, 2*(blk%(g.nx/2))+in%2
 		}
@@ -492,7 +499,7 @@ func geluQuick(x float32) float32 {
 // ropeCaches are the rotary caches of each token for the 2-D RoPE towers
 // (nil for Gemma 3's learned positions), with the rotation's pairing.
 //
-// Qwen2.5-VL's is ggml_rope_multi in vision mode: the first quarter of a
+// The Qwen towers' is ggml_rope_multi in vision mode: the first quarter of a
 // head's pair frequencies turn with the patch row, the second with its
 // column, each section's frequencies starting again from the base 10000;
 // pairs are half a head apart. Pixtral's is clip.cpp's build_rope_2d: two
@@ -503,7 +510,7 @@ func (v *Vision) ropeCaches(g *patchGrid) ([][]float32, ropeMode) {
 	c := v.Config
 	hd := c.Embd / c.Heads
 	switch c.Projector {
-	case projQwen25:
+	case projQwen2, projQwen25:
 		thetaScale := float32(math.Pow(10000, float64(-2/float32(hd/2))))
 		caches := alloc2(len(g.y), hd)
 		for t := range caches {
@@ -549,7 +556,7 @@ func (v *Vision) ropeCaches(g *patchGrid) ([][]float32, ropeMode) {
 // 2×2 blocks, the last row and column of windows cut short.
 func (v *Vision) windows(g *patchGrid) []int {
 	c := v.Config
-	if c.Projector != projQwen25 || c.WindowPattern <= 0 {
+	if !c.qwen() || c.WindowPattern <= 0 {
 		return nil
 	}
 	side := max(1, c.WindowSize/c.PatchSize/2)
@@ -592,7 +599,7 @@ func (v *Vision) gemma3Projector(x [][]float32, g *patchGrid) [][]float32 {
 	return out
 }
 
-// qwenMerger is Qwen2.5-VL's patch merger: each 2×2 block's four states
+// qwenMerger is the Qwen towers' patch merger: each 2×2 block's four states
 // side by side through mm.0, GELU and mm.2.
 func (v *Vision) qwenMerger(x [][]float32) [][]float32 {
 	c := v.Config
@@ -659,7 +666,7 @@ func (v *Vision) pixtralProjector(x [][]float32, g *patchGrid) [][]float32 {
 }
 
 // TestImageSize is the size of the image verify runs the tower on: Gemma
-// 3's fixed size; for Qwen2.5-VL 5 × 7 merged blocks (140 × 196 pixels at
+// 3's fixed size; for the Qwen towers 5 × 7 merged blocks (140 × 196 pixels at
 // patch 14, more than one attention window of 112); for Pixtral 2 × 4
 // merged blocks.
 func (c *VisionConfig) TestImageSize() (width, height int) {
