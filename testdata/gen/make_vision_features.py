@@ -55,11 +55,23 @@ def sha256(b):
     return hashlib.sha256(b).hexdigest()
 
 
+# Gemma 3's fixture pools with a kernel of 1 (2 × 2 patches, mm_tokens_per_image 4); its features are also
+# computed with mm_tokens_per_image 1 (a kernel of 2, as the real models' 4 pools 64 × 64 patches) into
+# image_features_pool2.f32, which verify/forward compares with clip.vision.projector.scale_factor set to 2.
+POOL2 = {"gemma3mm": {"mm_tokens_per_image": 1}}
+
+
 @torch.no_grad()
-def features(name, folder, spec, img):
+def features(name, folder, spec, img, overrides=None):
     from PIL import Image
     proc = transformers.AutoImageProcessor.from_pretrained(folder, backend="pil")
-    model = getattr(transformers, spec["cls"]).from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+    kw = {}
+    if overrides:
+        cfg = transformers.AutoConfig.from_pretrained(folder)
+        for k, v in overrides.items():
+            setattr(cfg, k, v)
+        kw["config"] = cfg
+    model = getattr(transformers, spec["cls"]).from_pretrained(folder, dtype=torch.float32, attn_implementation="eager", **kw)
     model.eval()
     pil = Image.fromarray(img)
     h, w = img.shape[:2]
@@ -110,6 +122,8 @@ def main():
             folder = os.path.join(tmp, spec.get("dir_name", name))
             mk.assemble(fixtures, name, folder)
             pv, feats, call = features(name, folder, spec, img)
+            if name in POOL2:
+                _, pooled, _ = features(name, folder, spec, img, POOL2[name])
         dst = os.path.join(fixtures, name, "mmproj")
         os.makedirs(dst, exist_ok=True)
         pv.tofile(os.path.join(dst, "pixel_values.f32"))
@@ -120,6 +134,11 @@ def main():
                                             ("dtype", "float32 little-endian, [3, height, width]")])
         info["image_features"] = OrderedDict([("shape", list(feats.shape)), ("sha256", sha256(feats.tobytes())),
                                               ("dtype", "float32 little-endian, [tokens, width]")])
+        if name in POOL2:
+            pooled.tofile(os.path.join(dst, "image_features_pool2.f32"))
+            info["image_features_pool2"] = OrderedDict([
+                ("shape", list(pooled.shape)), ("sha256", sha256(pooled.tobytes())),
+                ("config", ", ".join("%s %s" % kv for kv in POOL2[name].items()) + " (a pooling kernel of 2)")])
         info["computed_with"] = OrderedDict([
             ("transformers", transformers.__version__), ("torch", torch.__version__),
             ("processor", "AutoImageProcessor.from_pretrained(folder, backend='pil')(images=[image])"),

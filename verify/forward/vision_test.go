@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/convert"
@@ -28,7 +29,12 @@ type imageFixture struct {
 	ImageFeatures struct {
 		Shape []int `json:"shape"`
 	} `json:"image_features"`
-	pixels, features []float32
+	// Pool2 is Gemma 3's features with a pooling kernel of 2
+	// (image_features_pool2.f32), nil for the other fixtures.
+	Pool2 *struct {
+		Shape []int `json:"shape"`
+	} `json:"image_features_pool2"`
+	pixels, features, pool2 []float32
 }
 
 func readF32(t *testing.T, path string, n int) []float32 {
@@ -63,6 +69,9 @@ func readImageFixture(t *testing.T, name string) *imageFixture {
 	}
 	f.pixels = readF32(t, filepath.Join(dir, "pixel_values.f32"), 3*f.Image.Height*f.Image.Width)
 	f.features = readF32(t, filepath.Join(dir, "image_features.f32"), f.ImageFeatures.Shape[0]*f.ImageFeatures.Shape[1])
+	if f.Pool2 != nil && len(f.Pool2.Shape) == 2 {
+		f.pool2 = readF32(t, filepath.Join(dir, "image_features_pool2.f32"), f.Pool2.Shape[0]*f.Pool2.Shape[1])
+	}
 	return &f
 }
 
@@ -95,7 +104,8 @@ func TestVisionTransformers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ref := readImageFixture(t, name)
-			c, v := loadVision(t, convertMMProj(t, name))
+			f := convertMMProj(t, name)
+			c, v := loadVision(t, f)
 			w, h := ref.Image.Width, ref.Image.Height
 			img, err := NormalizeImage(TestImage(w, h), w, h, c.Mean, c.Std)
 			if err != nil {
@@ -104,23 +114,42 @@ func TestVisionTransformers(t *testing.T) {
 			if e := RelError(img.Pix, ref.pixels); e > 1e-6 {
 				t.Errorf("NormalizeImage: relative error %.3g from the processor's pixel_values", e)
 			}
-			got, err := v.Features(context.Background(), &Image{Width: w, Height: h, Pix: ref.pixels}, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != ref.ImageFeatures.Shape[0] || len(got[0]) != ref.ImageFeatures.Shape[1] {
-				t.Fatalf("%d×%d features, transformers has %v", len(got), len(got[0]), ref.ImageFeatures.Shape)
-			}
-			var flat []float32
-			for _, row := range got {
-				flat = append(flat, row...)
-			}
-			cos, rel := Cosine(flat, ref.features), RelError(flat, ref.features)
-			t.Logf("%d tokens × %d: cosine %.9f, relative error %.3g", len(got), len(got[0]), cos, rel)
-			if cos < 0.99999 || rel > math.Sqrt(2*1e-5) {
-				t.Errorf("image features: cosine %.9f, relative error %.3g from transformers'", cos, rel)
+			img = &Image{Width: w, Height: h, Pix: ref.pixels}
+			compareFeatures(t, v, img, ref.features, ref.ImageFeatures.Shape)
+			if ref.pool2 != nil {
+				// Gemma 3 with a pooling kernel of 2, as transformers pools
+				// for mm_tokens_per_image 1.
+				c2, err := ParseVisionConfig(withKV{f, "clip.vision.projector.scale_factor", gguf.Uint32(2)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				v2, err := LoadVision(c2, GGUFWeights(f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				compareFeatures(t, v2, img, ref.pool2, ref.Pool2.Shape)
 			}
 		})
+	}
+}
+
+// compareFeatures runs a tower on img and compares its features with
+// transformers' (shape [tokens, width]): cosine at least 0.99999, relative
+// error within √(2·1e-5), the encoder limits for float32.
+func compareFeatures(t *testing.T, v *Vision, img *Image, want []float32, shape []int) {
+	t.Helper()
+	got, err := v.Features(context.Background(), img, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != shape[0] || len(got[0]) != shape[1] {
+		t.Fatalf("%d×%d features, transformers has %v", len(got), len(got[0]), shape)
+	}
+	flat := slices.Concat(got...)
+	cos, rel := Cosine(flat, want), RelError(flat, want)
+	t.Logf("%d tokens × %d: cosine %.9f, relative error %.3g", len(got), len(got[0]), cos, rel)
+	if cos < 0.99999 || rel > math.Sqrt(2*1e-5) {
+		t.Errorf("image features: cosine %.9f, relative error %.3g from transformers'", cos, rel)
 	}
 }
 
