@@ -81,10 +81,10 @@ func convertMMProj(t *testing.T, name string) *ggufread.File {
 	return convertFixtureWith(t, name, convert.Options{MMProj: true})
 }
 
-// loadVision reads a projector file's vision tower.
-func loadVision(t *testing.T, f *ggufread.File) (*VisionConfig, *Vision) {
+// loadVision reads a projector file's vision tower, with the keys of md.
+func loadVision(t *testing.T, md Metadata, f *ggufread.File) (*VisionConfig, *Vision) {
 	t.Helper()
-	c, err := ParseVisionConfig(f)
+	c, err := ParseVisionConfig(md)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestVisionTransformers(t *testing.T) {
 			t.Parallel()
 			ref := readImageFixture(t, name)
 			f := convertMMProj(t, name)
-			c, v := loadVision(t, f)
+			c, v := loadVision(t, f, f)
 			w, h := ref.Image.Width, ref.Image.Height
 			img, err := NormalizeImage(TestImage(w, h), w, h, c.Mean, c.Std)
 			if err != nil {
@@ -119,14 +119,7 @@ func TestVisionTransformers(t *testing.T) {
 			if ref.pool2 != nil {
 				// Gemma 3 with a pooling kernel of 2, as transformers pools
 				// for mm_tokens_per_image 1.
-				c2, err := ParseVisionConfig(withKV{f, "clip.vision.projector.scale_factor", gguf.Uint32(2)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				v2, err := LoadVision(c2, GGUFWeights(f))
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, v2 := loadVision(t, withKV{f, "clip.vision.projector.scale_factor", gguf.Uint32(2)}, f)
 				compareFeatures(t, v2, img, ref.pool2, ref.Pool2.Shape)
 			}
 		})
@@ -237,7 +230,7 @@ func TestVisionErrors(t *testing.T) {
 			}
 		})
 	}
-	c, v := loadVision(t, f)
+	c, v := loadVision(t, f, f)
 	for _, img := range []*Image{{Width: 28, Height: 42, Pix: make([]float32, 3*28*42)}, {Width: 28, Height: 28, Pix: nil}} {
 		if _, err := v.Features(context.Background(), img, 1); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%d×%d image of %d values: error %v", img.Width, img.Height, len(img.Pix), err)
