@@ -38,6 +38,7 @@ func TestVisionForward(t *testing.T) {
 		{"gemma3mm", 1e-1},
 		{"qwen2vl", 10},
 		{"qwen25vl", 10}, // its RMS norms see hidden states of mean square ≈ 50
+		{"qwen3vl", 10},
 		{"mistral3", 10},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
@@ -89,8 +90,8 @@ func TestVisionForward(t *testing.T) {
 					setF32s(ts, out)
 				}},
 				{"image mean of another model", func(t *testing.T, m *model) {
-					mean := []float32{0.5, 0.5, 0.5} // SigLIP's, for CLIP's
-					if tc.fixture == "gemma3mm" {
+					mean := []float32{0.5, 0.5, 0.5} // SigLIP's for CLIP's, or the other way round
+					if xs, _ := m.kv(t, "clip.vision.image_mean").Float32s(); xs[0] == 0.5 {
 						mean = []float32{0.48145466, 0.4578275, 0.40821073}
 					}
 					m.setKV("clip.vision.image_mean", gguf.Array(mean))

@@ -16,7 +16,7 @@ For each fixture named with --only (a fixture of make_convert_fixtures.py with a
                            [tokens, width] in the processor's token order;
        image.json          shapes, the image pattern, sha256 of both files, versions and the calls made.
 
-  PYTHONPATH=<pillow> python testdata/gen/make_vision_features.py --fixtures testdata/convert --only gemma3mm qwen2vl qwen25vl mistral3
+  PYTHONPATH=<pillow> python testdata/gen/make_vision_features.py --fixtures testdata/convert --only gemma3mm qwen2vl qwen25vl qwen3vl mistral3
 
 Needs Pillow (the processors' resize) beside the fixtures' packages.
 """
@@ -37,8 +37,9 @@ sys.path.insert(0, HERE)
 
 # Image size (height, width) per fixture: the processor's own target size (Gemma 3: size; Pixtral: within
 # longest_edge, multiples of patch × merge) or, for Qwen2-VL and Qwen2.5-VL, a multiple of patch × merge (28)
-# above min_pixels that smart_resize keeps and that spans more than one attention window (window_size 112 px).
-IMAGES = {"gemma3mm": (28, 28), "qwen2vl": (140, 196), "qwen25vl": (140, 196), "mistral3": (28, 56)}
+# above min_pixels that smart_resize keeps and that spans more than one attention window (window_size 112 px);
+# for Qwen3-VL a multiple of 32 above its 65536 minimum pixels, whose 16 × 20 patches resize the 4 × 4 position table.
+IMAGES = {"gemma3mm": (28, 28), "qwen2vl": (140, 196), "qwen25vl": (140, 196), "qwen3vl": (256, 320), "mistral3": (28, 56)}
 
 PATTERN = "r = (37x + 11y) mod 256, g = (17x + 53y + 80) mod 256, b = (xy + 3x + 160) mod 256 (x column, y row)"
 
@@ -75,12 +76,16 @@ def features(name, folder, spec, img, overrides=None):
     model.eval()
     pil = Image.fromarray(img)
     h, w = img.shape[:2]
-    if name in ("qwen2vl", "qwen25vl"):
+    if name in ("qwen2vl", "qwen25vl", "qwen3vl"):
         out = proc(images=[pil], return_tensors="pt")
         pv, thw = out["pixel_values"], out["image_grid_thw"]
         feats = model.get_image_features(pixel_values=pv, image_grid_thw=thw)
         feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
         feats = torch.cat(list(feats), dim=0)
+        if name == "qwen3vl":
+            # the deepstack mergers' features follow each token's own, as llama.cpp concatenates them
+            deep = model.get_image_features(pixel_values=pv, image_grid_thw=thw).deepstack_features
+            feats = torch.cat([feats] + [torch.cat(list(d), dim=0) for d in deep], dim=-1)
         t, gh, gw = [int(v) for v in thw[0]]
         m, p, tp = proc.merge_size, proc.patch_size, proc.temporal_patch_size
         x = pv.numpy().reshape(t, gh // m, gw // m, m, m, 3, tp, p, p)[0, :, :, :, :, :, 0]

@@ -18,18 +18,20 @@ const (
 	projGemma3  = "gemma3"
 	projQwen2   = "qwen2vl_merger"
 	projQwen25  = "qwen2.5vl_merger"
+	projQwen3   = "qwen3vl_merger"
 	projPixtral = "pixtral"
 )
 
 // VisionProjectors are the clip.projector_type values Vision runs:
 // Gemma 3's SigLIP tower with its average-pooling projector
 // (clip_graph_siglip), Qwen2-VL's and Qwen2.5-VL's towers (window
-// attention in the latter) with their 2×2 patch merger (clip_graph_qwen2vl)
-// and the Pixtral / Mistral 3 tower
+// attention in the latter) with their 2×2 patch merger (clip_graph_qwen2vl),
+// Qwen3-VL's with its interpolated position table and deepstack mergers
+// (clip_graph_qwen3vl), and the Pixtral / Mistral 3 tower
 // (LlavaForConditionalGeneration and Mistral3ForConditionalGeneration
 // conversions: 2-D RoPE, SwiGLU, optional patch merger, two-layer
 // projector; clip_graph_pixtral).
-var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projPixtral}
+var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral}
 
 // Bounds of a tower's image geometry.
 const (
@@ -65,6 +67,9 @@ type VisionConfig struct {
 	// block attends over the whole image, the others within windows of
 	// WindowSize pixels.
 	WindowPattern, WindowSize int
+	// Deepstack flags Qwen3-VL's blocks whose output also goes through a
+	// merger of its own (clip.vision.is_deepstack_layers).
+	Deepstack []bool
 }
 
 // ParseVisionConfig reads a projector file's vision tower; a projector
@@ -76,7 +81,7 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		return nil, err
 	}
 	switch c.Projector {
-	case projGemma3, projQwen2, projQwen25, projPixtral:
+	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral:
 	default:
 		return nil, fmt.Errorf("%w: no vision forward pass for projector %q", ErrUnsupported, c.Projector)
 	}
@@ -154,6 +159,15 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		if _, err := r.u32("clip.vision.window_size", &c.WindowSize, false); err != nil {
 			return nil, err
 		}
+	case projQwen3:
+		c.Merge = 2
+		if x, ok := md.KV("clip.vision.is_deepstack_layers"); ok {
+			flags, isBools := x.Any().([]bool)
+			if !isBools || len(flags) > c.Layers {
+				return nil, fmt.Errorf("%w: clip.vision.is_deepstack_layers is not an array of at most %d BOOL", ErrMetadata, c.Layers)
+			}
+			c.Deepstack = flags
+		}
 	case projPixtral:
 		c.Merge = 1
 	}
@@ -167,7 +181,9 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 }
 
 // qwen tells the Qwen-VL towers (clip_graph_qwen2vl).
-func (c *VisionConfig) qwen() bool { return c.Projector == projQwen2 || c.Projector == projQwen25 }
+func (c *VisionConfig) qwen() bool {
+	return c.Projector == projQwen2 || c.Projector == projQwen25 || c.Projector == projQwen3
+}
 
 // Image is a preprocessed image: channel planes of Height × Width values,
 // normalised (llama.cpp's clip_image_f32 as its inp_raw holds it).
@@ -200,20 +216,34 @@ type visionLayer struct {
 	qB, kB, vB, oB         []float32
 	up, upB, gate, gateB   []float32
 	down, downB            []float32
+	// deepstack is Qwen3-VL's merger of this block's output (nil without).
+	deepstack *merger
+}
+
+// merger is a Qwen tower's patch merger: each 2×2 block's four states side
+// by side, through a LayerNorm of them all when normW is set (Qwen3-VL's
+// deepstack mergers), fc1, GELU and fc2.
+type merger struct {
+	normW, normB, fc1, fc1B, fc2, fc2B []float32
 }
 
 // Vision is a vision tower with its projector, weights decoded to float32.
 type Vision struct {
 	Config *VisionConfig
 	// patch[1] is the Qwen towers' second temporal kernel, [E][3][P][P] each.
-	patch            [2][]float32
-	patchB, pos      []float32
+	patch       [2][]float32
+	patchB, pos []float32
+	// posSide is the side of Qwen3-VL's square position table, which is
+	// resized to the image's grid.
+	posSide          int
 	preLnW, preLnB   []float32
 	postLnW, postLnB []float32
 	layers           []visionLayer
 	// Gemma 3: soft-embedding norm and input projection ([E][D]).
 	softEmbNorm, inputProj []float32
-	// The Qwen towers' merger (mm.0, mm.2); Pixtral's projector (mm.1, mm.2)
+	// qwenMerger is the Qwen towers' (mm.0, mm.2).
+	qwenMerger *merger
+	// Pixtral's projector (mm.1, mm.2)
 	// after Mistral 3's norm and patch merger, and the [IMG_BREAK]
 	// embedding that ends each row of image tokens but the last.
 	mm1, mm1B, mm2, mm2B []float32
@@ -240,9 +270,21 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		b := fmt.Sprintf("v.blk.%d.", i)
 		L.ln1W, L.ln1B = l.get(b+"ln1.weight", n, 1, true), l.get(b+"ln1.bias", n, 1, false)
 		L.ln2W, L.ln2B = l.get(b+"ln2.weight", n, 1, true), l.get(b+"ln2.bias", n, 1, false)
-		L.q, L.qB = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
-		L.k, L.kB = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
-		L.v, L.vB = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
+		if c.Projector == projQwen3 {
+			// build_qkv's views of the fused output: q, k, v in turn.
+			qkv, qkvB := l.get(b+"attn_qkv.weight", n, 3*n, true), l.get(b+"attn_qkv.bias", 3*n, 1, true)
+			if qkv != nil && qkvB != nil {
+				L.q, L.k, L.v = qkv[:n*n], qkv[n*n:2*n*n], qkv[2*n*n:]
+				L.qB, L.kB, L.vB = qkvB[:n], qkvB[n:2*n], qkvB[2*n:]
+			}
+			if i < len(c.Deepstack) && c.Deepstack[i] {
+				L.deepstack = loadMerger(l, fmt.Sprintf("v.deepstack.%d.", i), "norm", "fc1", "fc2", n, c.ProjDim)
+			}
+		} else {
+			L.q, L.qB = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
+			L.k, L.kB = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
+			L.v, L.vB = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
+		}
 		L.o, L.oB = l.get(b+"attn_out.weight", n, n, true), l.get(b+"attn_out.bias", n, 1, false)
 		L.up, L.upB = l.get(b+"ffn_up.weight", n, ff, true), l.get(b+"ffn_up.bias", ff, 1, false)
 		L.gate, L.gateB = l.get(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
@@ -255,11 +297,20 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		v.pos = l.get("v.position_embd.weight", n, side*side, true)
 		v.softEmbNorm = l.get("mm.soft_emb_norm.weight", n, 1, true)
 		v.inputProj = l.get("mm.input_projection.weight", d, n, true)
-	case projQwen2, projQwen25:
+	case projQwen2, projQwen25, projQwen3:
 		v.patch[1] = l.getN("v.patch_embd.weight.1", []int{p, p, 3, n}, true)
-		m := 4 * n
-		v.mm1, v.mm1B = l.get("mm.0.weight", m, m, true), l.get("mm.0.bias", m, 1, true)
-		v.mm2, v.mm2B = l.get("mm.2.weight", m, d, true), l.get("mm.2.bias", d, 1, true)
+		v.qwenMerger = loadMerger(l, "mm.", "", "0", "2", n, d)
+		if c.Projector == projQwen3 {
+			if t, ok := w.Tensor("v.position_embd.weight"); ok && len(t.Shape()) == 2 {
+				rows := int(t.Shape()[1])
+				if side := int(math.Sqrt(float64(rows))); side*side == rows {
+					v.posSide, v.pos = side, l.get("v.position_embd.weight", n, rows, true)
+				}
+			}
+			if v.pos == nil && l.err == nil {
+				l.err = fmt.Errorf("%w: tensor v.position_embd.weight missing or not a square grid of %d-value rows", ErrWeights, n)
+			}
+		}
 	case projPixtral:
 		v.mm1, v.mm1B = l.get("mm.1.weight", n, d, true), l.get("mm.1.bias", d, 1, false)
 		v.mm2, v.mm2B = l.get("mm.2.weight", d, d, true), l.get("mm.2.bias", d, 1, false)
@@ -273,6 +324,20 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		return nil, l.err
 	}
 	return v, nil
+}
+
+// loadMerger reads a Qwen merger named prefix + fc1/fc2 (and norm when
+// norm is not ""), over 4·n values into d.
+func loadMerger(l *encLoader, prefix, norm, fc1, fc2 string, n, d int) *merger {
+	m := 4 * n
+	mg := &merger{
+		fc1: l.get(prefix+fc1+".weight", m, m, true), fc1B: l.get(prefix+fc1+".bias", m, 1, true),
+		fc2: l.get(prefix+fc2+".weight", m, d, true), fc2B: l.get(prefix+fc2+".bias", d, 1, true),
+	}
+	if norm != "" {
+		mg.normW, mg.normB = l.get(prefix+norm+".weight", m, 1, true), l.get(prefix+norm+".bias", m, 1, true)
+	}
+	return mg
 }
 
 // patchGrid is the tower's tokens: their patch rows and columns.
@@ -299,7 +364,9 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 		return nil, fmt.Errorf("%w: Gemma 3's tower takes %d×%d images", ErrUnsupported, c.ImageSize, c.ImageSize)
 	}
 	x := v.embedPatches(img, g)
-	if v.pos != nil {
+	if v.posSide > 0 {
+		v.addResizedPositions(x, g)
+	} else if v.pos != nil {
 		for t := range x {
 			for j := range x[t] {
 				x[t][j] += v.pos[t*c.Embd+j]
@@ -311,7 +378,8 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 			v.norm(x[t], x[t], v.preLnW, v.preLnB)
 		}
 	}
-	if err := v.blocks(ctx, x, g, threads); err != nil {
+	deep, err := v.blocks(ctx, x, g, threads)
+	if err != nil {
 		return nil, err
 	}
 	if v.postLnW != nil {
@@ -322,10 +390,45 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 	switch c.Projector {
 	case projGemma3:
 		return v.gemma3Projector(x, g), nil
-	case projQwen2, projQwen25:
-		return v.qwenMerger(x), nil
+	case projQwen2, projQwen25, projQwen3:
+		out := v.merge(x, v.qwenMerger)
+		// Qwen3-VL's deepstack features follow each token's own
+		// (ggml_concat along the features).
+		for _, ds := range deep {
+			for o := range out {
+				out[o] = append(out[o], ds[o]...)
+			}
+		}
+		return out, nil
 	}
 	return v.pixtralProjector(x, g), nil
+}
+
+// addResizedPositions adds Qwen3-VL's position table resized to the
+// patch grid (clip.cpp's resize_position_embeddings: ggml_interpolate,
+// bilinear with aligned corners) to each token at its patch.
+func (v *Vision) addResizedPositions(x [][]float32, g *patchGrid) {
+	n, side := v.Config.Embd, v.posSide
+	coord := func(i, out int) (int, int, float32) {
+		if out == side {
+			return i, i, 0
+		}
+		f := float32(0)
+		if out > 1 {
+			f = float32(i) * float32(side-1) / float32(out-1)
+		}
+		i0 := min(int(f), side-1)
+		return i0, min(i0+1, side-1), f - float32(i0)
+	}
+	for t := range x {
+		y0, y1, dy := coord(g.y[t], g.ny)
+		x0, x1, dx := coord(g.x[t], g.nx)
+		for j := range n {
+			p00, p01 := v.pos[(y0*side+x0)*n+j], v.pos[(y0*side+x1)*n+j]
+			p10, p11 := v.pos[(y1*side+x0)*n+j], v.pos[(y1*side+x1)*n+j]
+			x[t][j] += p00*(1-dy)*(1-dx) + p01*(1-dy)*dx + p10*dy*(1-dx) + p11*dy*dx
+		}
+	}
 }
 
 // embedPatches is the patch convolution (ggml_conv_2d with stride the patch
@@ -373,8 +476,9 @@ func (v *Vision) norm(dst, x, w, b []float32) {
 	layerNorm(dst, x, w, b, v.Config.Eps)
 }
 
-// blocks runs the ViT blocks over x in place.
-func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, threads int) error {
+// blocks runs the ViT blocks over x in place; it returns the deepstack
+// mergers' outputs of the blocks that have one, in block order.
+func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, threads int) ([][][]float32, error) {
 	c := v.Config
 	n, T := c.Embd, len(x)
 	hd := n / c.Heads
@@ -382,6 +486,7 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 	window := v.windows(g)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	q, k, val, attn := alloc2(T, n), alloc2(T, n), alloc2(T, n), alloc2(T, n)
+	var deep [][][]float32
 	for il := range v.layers {
 		L := &v.layers[il]
 		windowed := window != nil && (il+1)%c.WindowPattern != 0
@@ -398,7 +503,7 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		err = parallel(ctx, threads, T, func(_, t int) error {
 			var keys []int
@@ -425,7 +530,7 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		err = parallel(ctx, threads, T, func(_, t int) error {
 			cur := make([]float32, n)
@@ -441,10 +546,13 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
+		}
+		if L.deepstack != nil {
+			deep = append(deep, v.merge(x, L.deepstack))
 		}
 	}
-	return nil
+	return deep, nil
 }
 
 // project writes W·x + b for W of len(out) rows of len(x) values, with
@@ -510,7 +618,7 @@ func (v *Vision) ropeCaches(g *patchGrid) ([][]float32, ropeMode) {
 	c := v.Config
 	hd := c.Embd / c.Heads
 	switch c.Projector {
-	case projQwen2, projQwen25:
+	case projQwen2, projQwen25, projQwen3:
 		thetaScale := float32(math.Pow(10000, float64(-2/float32(hd/2))))
 		caches := alloc2(len(g.y), hd)
 		for t := range caches {
@@ -599,9 +707,9 @@ func (v *Vision) gemma3Projector(x [][]float32, g *patchGrid) [][]float32 {
 	return out
 }
 
-// qwenMerger is the Qwen towers' patch merger: each 2×2 block's four states
-// side by side through mm.0, GELU and mm.2.
-func (v *Vision) qwenMerger(x [][]float32) [][]float32 {
+// merge runs a Qwen merger over each 2×2 block of x (clip_graph_qwen2vl's
+// and clip_graph_qwen3vl's reshape to 4·n values a token).
+func (v *Vision) merge(x [][]float32, mg *merger) [][]float32 {
 	c := v.Config
 	m := 4 * c.Embd
 	out := alloc2(len(x)/4, c.ProjDim)
@@ -610,11 +718,14 @@ func (v *Vision) qwenMerger(x [][]float32) [][]float32 {
 		for i := range 4 {
 			copy(in[i*c.Embd:(i+1)*c.Embd], x[4*o+i])
 		}
-		project(hidden, v.mm1, v.mm1B, in)
+		if mg.normW != nil {
+			layerNorm(in, in, mg.normW, mg.normB, c.Eps)
+		}
+		project(hidden, mg.fc1, mg.fc1B, in)
 		for j, h := range hidden {
 			hidden[j] = gelu(h)
 		}
-		project(out[o], v.mm2, v.mm2B, hidden)
+		project(out[o], mg.fc2, mg.fc2B, hidden)
 	}
 	return out
 }
