@@ -243,14 +243,13 @@ type Vision struct {
 	softEmbNorm, inputProj []float32
 	// qwenMerger is the Qwen towers' (mm.0, mm.2).
 	qwenMerger *merger
-	// Pixtral's projector (mm.1, mm.2)
-	// after Mistral 3's norm and patch merger, and the [IMG_BREAK]
-	// embedding that ends each row of image tokens but the last.
+	// Pixtral's projector (mm.1, mm.2), Mistral 3's norm and patch merger
+	// before it, and the [IMG_BREAK] embedding that ends each row of image
+	// tokens but the last.
 	mm1, mm1B, mm2, mm2B []float32
 	merger, mergerNorm   []float32
 	imgBreak             []float32
-	// rms: the blocks' norms are RMS norms (Qwen2.5-VL, Pixtral; clip_graph_qwen2vl's
-	// NORM_TYPE_RMS for Qwen2.5-VL only).
+	// rms: the blocks' norms are RMS norms (Qwen2.5-VL, Pixtral).
 	rms bool
 }
 
@@ -286,9 +285,16 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 			L.v, L.vB = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
 		}
 		L.o, L.oB = l.get(b+"attn_out.weight", n, n, true), l.get(b+"attn_out.bias", n, 1, false)
-		L.up, L.upB = l.get(b+"ffn_up.weight", n, ff, true), l.get(b+"ffn_up.bias", ff, 1, false)
+		up, down := b+"ffn_up", b+"ffn_down"
+		if t, ok := w.Tensor(down + ".weight"); ok && legacyFFNNames[c.Projector] && t.Shape()[0] == int64(n) {
+			// Files of llama.cpp's older scripts name fc1 ffn_down and fc2
+			// ffn_up; clip.cpp swaps them back when ffn_down's rows are
+			// embedding_length long (also, as it does, when FF equals it).
+			up, down = down, up
+		}
+		L.up, L.upB = l.get(up+".weight", n, ff, true), l.get(up+".bias", ff, 1, false)
 		L.gate, L.gateB = l.get(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
-		L.down, L.downB = l.get(b+"ffn_down.weight", ff, n, true), l.get(b+"ffn_down.bias", n, 1, false)
+		L.down, L.downB = l.get(down+".weight", ff, n, true), l.get(down+".bias", n, 1, false)
 	}
 	d := c.ProjDim
 	switch c.Projector {
@@ -325,6 +331,10 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 	}
 	return v, nil
 }
+
+// legacyFFNNames are the projector types whose files clip.cpp accepts with
+// the feed-forward names swapped (clip_model_loader's is_ffn_swapped).
+var legacyFFNNames = map[string]bool{projGemma3: true, projQwen2: true, projQwen25: true}
 
 // loadMerger reads a Qwen merger named prefix + fc1/fc2 (and norm when
 // norm is not ""), over 4·n values into d.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -238,5 +239,53 @@ func TestVisionErrors(t *testing.T) {
 	}
 	if _, err := NormalizeImage(make([]byte, 5), 2, 1, c.Mean, c.Std); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("NormalizeImage of 5 bytes: %v", err)
+	}
+}
+
+// renamed serves a file's tensors under other names (new name → old).
+type renamed struct {
+	Weights
+	names map[string]string
+}
+
+func (w renamed) Tensor(name string) (Tensor, bool) {
+	if old, ok := w.names[name]; ok {
+		name = old
+	}
+	return w.Weights.Tensor(name)
+}
+
+// TestVisionLegacyFFNNames: a Gemma 3 file whose feed-forward tensors
+// carry the older scripts' swapped names (fc1 as ffn_down) gives the same
+// features, as clip.cpp swaps them back.
+func TestVisionLegacyFFNNames(t *testing.T) {
+	f := convertMMProj(t, "gemma3mm")
+	c, v := loadVision(t, f, f)
+	names := map[string]string{}
+	for i := range c.Layers {
+		for _, s := range []string{".weight", ".bias"} {
+			up, down := fmt.Sprintf("v.blk.%d.ffn_up%s", i, s), fmt.Sprintf("v.blk.%d.ffn_down%s", i, s)
+			names[up], names[down] = down, up
+		}
+	}
+	legacy, err := LoadVision(c, renamed{GGUFWeights(f), names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := c.TestImageSize()
+	img, err := NormalizeImage(TestImage(w, h), w, h, c.Mean, c.Std)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := v.Features(context.Background(), img, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := legacy.Features(context.Background(), img, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := RelError(slices.Concat(got...), slices.Concat(want...)); e != 0 {
+		t.Errorf("relative error %.3g with the legacy names", e)
 	}
 }
