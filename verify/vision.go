@@ -19,9 +19,10 @@ type VisionResult struct {
 	// Width and Height are the image's; Tokens × Dim the features'.
 	Width, Height, Tokens, Dim int
 	// Cosine is the cosine similarity of all the features with the
-	// reference's, TokenCosine the smallest over the tokens, CosineLimit the
-	// least either may be (EncoderCosineLimit of MatrixError, the RMS
-	// relative error of the matrices).
+	// reference's, CosineLimit the least it may be (EncoderCosineLimit of
+	// MatrixError, the RMS relative error of the matrices). TokenCosine, the
+	// smallest over the tokens, is reported, not judged: a token of small
+	// norm takes a quantized file's noise at a lower cosine.
 	Cosine, TokenCosine, CosineLimit float64
 	// RelError is ‖features − reference's‖ / ‖reference's‖, within RelLimit
 	// = √(2·(1 − CosineLimit)).
@@ -88,7 +89,7 @@ func (v *verifier) runVision(ctx context.Context) error {
 	}
 	flat, refFlat := slices.Concat(feats...), slices.Concat(refFeats...)
 	res.Cosine, res.RelError = forward.Cosine(flat, refFlat), forward.RelError(flat, refFlat)
-	if worst := min(res.Cosine, res.TokenCosine); worst < res.CosineLimit {
+	if res.Cosine < res.CosineLimit {
 		v.fail(CheckForward, "", fmt.Sprintf("image features: cosine similarity %.7f with the reference's (least over the tokens %.7f), below %.7f (matrix error %.3g)",
 			res.Cosine, res.TokenCosine, res.CosineLimit, res.MatrixError))
 	}

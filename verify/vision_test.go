@@ -40,6 +40,7 @@ func TestVisionForward(t *testing.T) {
 		{"qwen25vl", 10}, // its RMS norms see hidden states of mean square ≈ 50
 		{"qwen3vl", 10},
 		{"mistral3", 10},
+		{"pixtral", 10},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()

@@ -16,7 +16,7 @@ For each fixture named with --only (a fixture of make_convert_fixtures.py with a
                            [tokens, width] in the processor's token order;
        image.json          shapes, the image pattern, sha256 of both files, versions and the calls made.
 
-  PYTHONPATH=<pillow> python testdata/gen/make_vision_features.py --fixtures testdata/convert --only gemma3mm qwen2vl qwen25vl qwen3vl mistral3
+  PYTHONPATH=<pillow> python testdata/gen/make_vision_features.py --fixtures testdata/convert --only gemma3mm qwen2vl qwen25vl qwen3vl mistral3 pixtral
 
 Needs Pillow (the processors' resize) beside the fixtures' packages.
 """
@@ -39,7 +39,8 @@ sys.path.insert(0, HERE)
 # longest_edge, multiples of patch × merge) or, for Qwen2-VL and Qwen2.5-VL, a multiple of patch × merge (28)
 # above min_pixels that smart_resize keeps and that spans more than one attention window (window_size 112 px);
 # for Qwen3-VL a multiple of 32 above its 65536 minimum pixels, whose 16 × 20 patches resize the 4 × 4 position table.
-IMAGES = {"gemma3mm": (28, 28), "qwen2vl": (140, 196), "qwen25vl": (140, 196), "qwen3vl": (256, 320), "mistral3": (28, 56)}
+IMAGES = {"gemma3mm": (28, 28), "qwen2vl": (140, 196), "qwen25vl": (140, 196), "qwen3vl": (256, 320), "mistral3": (28, 56),
+          "pixtral": (48, 64)}
 
 PATTERN = "r = (37x + 11y) mod 256, g = (17x + 53y + 80) mod 256, b = (xy + 3x + 160) mod 256 (x column, y row)"
 
@@ -91,7 +92,7 @@ def features(name, folder, spec, img, overrides=None):
         x = pv.numpy().reshape(t, gh // m, gw // m, m, m, 3, tp, p, p)[0, :, :, :, :, :, 0]
         chw = x.transpose(4, 0, 2, 5, 1, 3, 6).reshape(3, gh * p, gw * p)
         call = "get_image_features(pixel_values, image_grid_thw)"
-    elif name == "mistral3":
+    elif name in ("mistral3", "pixtral"):
         out = proc(images=[pil], return_tensors="pt")
         pv = out["pixel_values"]
         sizes = torch.tensor([[h, w]])
