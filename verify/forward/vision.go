@@ -65,7 +65,7 @@ type VisionConfig struct {
 	Merge int
 	// WindowPattern is Qwen2.5-VL's n_wa_pattern: every WindowPattern-th
 	// block attends over the whole image, the others within windows of
-	// WindowSize pixels.
+	// WindowSize pixels (112: clip.cpp reads no key for it).
 	WindowPattern, WindowSize int
 	// Deepstack flags Qwen3-VL's blocks whose output also goes through a
 	// merger of its own (clip.vision.is_deepstack_layers).
@@ -154,9 +154,6 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		c.Merge, c.WindowSize = 2, 112
 		// Only Qwen2.5-VL requires the key (clip.cpp); Qwen2-VL has no windows.
 		if _, err := r.u32("clip.vision.n_wa_pattern", &c.WindowPattern, c.Projector == projQwen25); err != nil {
-			return nil, err
-		}
-		if _, err := r.u32("clip.vision.window_size", &c.WindowSize, false); err != nil {
 			return nil, err
 		}
 	case projQwen3:
