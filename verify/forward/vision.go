@@ -177,7 +177,7 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 	return c, nil
 }
 
-// qwen tells the Qwen-VL towers (clip_graph_qwen2vl).
+// qwen tells the Qwen-VL towers (clip_graph_qwen2vl, clip_graph_qwen3vl).
 func (c *VisionConfig) qwen() bool {
 	return c.Projector == projQwen2 || c.Projector == projQwen25 || c.Projector == projQwen3
 }
