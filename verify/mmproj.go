@@ -216,6 +216,11 @@ func (v *verifier) checkMMProj() {
 	if info.Vision != nil && len(probs) == 0 && slices.Contains(forward.VisionProjectors, info.Projector) {
 		v.vision = v.visionConfig()
 	}
+	if _, ok := v.f.Tensor("v.token_embd.img_break"); info.Projector == "pixtral" && !ok {
+		v.rep.Warnings = append(v.rep.Warnings, "no v.token_embd.img_break: llama.cpp's clip loader (0c1e570) requires it for "+
+			"projector pixtral and refuses the file; its converter writes it only from Mistral's own checkpoint layout, "+
+			"not from a Hugging Face one (whose language_model.* tensors it drops first)")
+	}
 	if v.vision == nil {
 		v.structureOnly = true
 		v.rep.Warnings = append(v.rep.Warnings, "a multimodal projector: verify checks its keys, tensor set and shapes and "+

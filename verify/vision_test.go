@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,6 +55,10 @@ func TestVisionForward(t *testing.T) {
 			alone := run(t, open(t, f32), nil, Options{})
 			if !alone.OK || alone.Vision == nil || alone.Vision.Tokens == 0 {
 				t.Fatalf("F32 alone: OK %v, problems %v, vision %+v", alone.OK, alone.Problems, alone.Vision)
+			}
+			pixtral := tc.fixture == "mistral3" || tc.fixture == "pixtral"
+			if warned := slices.ContainsFunc(alone.Warnings, func(w string) bool { return strings.Contains(w, "v.token_embd.img_break") }); warned != pixtral {
+				t.Errorf("warnings %q: [IMG_BREAK] warning %v, want %v", alone.Warnings, warned, pixtral)
 			}
 			for _, outType := range []string{"f32", "q8_0"} {
 				path := f32
