@@ -7,13 +7,15 @@ import (
 	"strings"
 
 	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/verify/forward"
 )
 
 // Multimodal projector files (general.architecture "clip", what
 // convert_hf_to_gguf.py --mmproj writes and llama.cpp's mtmd library loads):
 // their towers in words, and the structural checks — the clip.* keys a
 // tower needs, and the tensors each projector type needs with their shapes
-// against those keys. There is no forward pass of the towers.
+// against those keys. The vision towers of forward.VisionProjectors also
+// get a forward pass over a fixed image (runVision).
 
 // MMProjInfo describes a projector file.
 type MMProjInfo struct {
@@ -231,9 +233,20 @@ func (m *MMProjInfo) Describe() string {
 func (v *verifier) checkMMProj() {
 	info, probs := ReadMMProj(v.f)
 	v.rep.Problems = append(v.rep.Problems, probs...)
-	v.structureOnly = true
-	v.rep.Warnings = append(v.rep.Warnings, "a multimodal projector: verify checks its keys, tensor set and shapes and "+
-		"its tensors' values; it has no forward pass of the towers")
+	if info.Vision != nil && len(probs) == 0 && slices.Contains(forward.VisionProjectors, info.Projector) {
+		v.vision = v.visionConfig()
+	}
+	if _, ok := v.f.Tensor("v.token_embd.img_break"); info.Projector == "pixtral" && !ok {
+		v.rep.Warnings = append(v.rep.Warnings, "no v.token_embd.img_break: llama.cpp's clip loader (0c1e570) requires it for "+
+			"projector pixtral and refuses the file; its converter writes it only from Mistral's own checkpoint layout, "+
+			"not from a Hugging Face one (whose language_model.* tensors it drops first)")
+	}
+	if v.vision == nil {
+		v.structureOnly = true
+		v.rep.Warnings = append(v.rep.Warnings, "a multimodal projector: verify checks its keys, tensor set and shapes and "+
+			"its tensors' values; it has no forward pass of its towers (it has one of the vision towers of "+
+			strings.Join(forward.VisionProjectors, ", ")+")")
+	}
 	if !info.Known {
 		v.rep.Warnings = append(v.rep.Warnings, fmt.Sprintf("projector type %q: ggufkit has no tensor table for it "+
 			"(known: %s); only the keys and values are checked", info.Projector, strings.Join(knownProjectors(), ", ")))

@@ -16,7 +16,7 @@ import (
 // that disagrees with the shapes) and expects the structural check to say
 // so.
 func TestMMProj(t *testing.T) {
-	for _, name := range []string{"gemma3mm", "mistral3", "qwen25vl", "qwen3vl", "llama4", "glm4v", "smolvlm", "lfm2vl", "qwen2audio", "voxtral", "qwen2vl", "gemma4", "gemma4moe", "internvl", "internvlchat", "ultravox", "kimivl", "qwen25omni"} {
+	for _, name := range []string{"gemma3mm", "mistral3", "pixtral", "qwen25vl", "qwen3vl", "llama4", "glm4v", "smolvlm", "lfm2vl", "qwen2audio", "voxtral", "qwen2vl", "gemma4", "gemma4moe", "internvl", "internvlchat", "ultravox", "kimivl", "qwen25omni"} {
 		t.Run(name, func(t *testing.T) {
 			src := assembleFixture(t, name)
 			out := filepath.Join(t.TempDir(), "mmproj.gguf")

@@ -102,6 +102,8 @@ type Report struct {
 	Forward *ForwardResult
 	// Encoder is an encoder's forward pass (arch bert) in Forward's place.
 	Encoder *EncoderResult
+	// Vision is a projector file's vision tower run over a fixed image.
+	Vision *VisionResult
 }
 
 // ErrCannotRun wraps every error of Run: the verification could not be
@@ -116,6 +118,7 @@ type verifier struct {
 
 	cfg    *forward.Config        // nil when the metadata is unusable
 	enc    *forward.EncoderConfig // an encoder's, in cfg's place
+	vision *forward.VisionConfig  // a projector file's vision tower, in cfg's place
 	tok    *tokenizer.Tokenizer   // nil when the vocabulary does not load
 	vocab  *tokenizer.Vocab
 	broken bool // a structural failure the forward pass cannot run with
@@ -153,6 +156,9 @@ func (v *verifier) run(ctx context.Context) error {
 	}
 	if v.enc != nil {
 		return v.runEncoder(ctx)
+	}
+	if v.vision != nil {
+		return v.runVision(ctx)
 	}
 	return v.runForward(ctx)
 }

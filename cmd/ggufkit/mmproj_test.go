@@ -11,7 +11,8 @@ import (
 
 // TestConvertMMProj: --with-mmproj writes the text model and the projector
 // (with the mmproj- prefix), inspect describes the projector, verify
-// passes it, --list-architectures --mmproj lists the projectors, and a
+// passes it (its vision tower run over the fixed image) and fails it with
+// a wrong image mean, --list-architectures --mmproj lists the projectors, and a
 // text-only checkpoint given --mmproj is refused.
 func TestConvertMMProj(t *testing.T) {
 	dir := t.TempDir()
@@ -34,8 +35,18 @@ func TestConvertMMProj(t *testing.T) {
 		!strings.Contains(stdout, "vision tower: 1 blocks, width 16") {
 		t.Errorf("inspect: exit %d, %q", code, stdout)
 	}
-	if stdout, stderr, code = runCLI(t, "verify", "--source", src, proj); code != 0 {
+	if stdout, stderr, code = runCLI(t, "verify", "--source", src, proj); code != 0 ||
+		!strings.Contains(stdout, "vision tower: fixed 28×28 image → 4 image features of 64 values") {
 		t.Errorf("verify: exit %d, %q %q", code, stdout, stderr)
+	}
+	// The image mean of another model (CLIP's for Gemma 3's 0.5): the
+	// vision forward pass says the image features differ.
+	broken := filepath.Join(dir, "mmproj-broken.gguf")
+	if _, stderr, code = runCLI(t, "meta", "--set", "clip.vision.image_mean=[0.48145466, 0.4578275, 0.40821073]", proj, broken); code != 0 {
+		t.Fatalf("meta: exit %d, %q", code, stderr)
+	}
+	if stdout, _, code = runCLI(t, "verify", "--source", src, broken); code != 1 || !strings.Contains(stdout, "forward: image features: cosine similarity") {
+		t.Errorf("verify of a wrong image mean: exit %d, %q", code, stdout)
 	}
 	if stdout, _, code = runCLI(t, "convert", "--list-architectures", "--mmproj"); code != 0 || !strings.Contains(stdout, "Gemma3ForConditionalGeneration\n") ||
 		strings.Contains(stdout, "LlamaForCausalLM") {

@@ -185,11 +185,27 @@ type verifyEncoderJSON struct {
 	RelLimit    *jsonFloat `json:"rel_limit,omitempty"`
 }
 
+// verifyVisionJSON is a projector file's vision tower run over the fixed
+// image.
+type verifyVisionJSON struct {
+	Width       int        `json:"image_width"`
+	Height      int        `json:"image_height"`
+	Tokens      int        `json:"tokens"`
+	Dim         int        `json:"dim"`
+	Cosine      *jsonFloat `json:"cosine,omitempty"`
+	TokenCosine *jsonFloat `json:"token_cosine,omitempty"`
+	CosineLimit *jsonFloat `json:"cosine_limit,omitempty"`
+	RelError    *jsonFloat `json:"rel_error,omitempty"`
+	RelLimit    *jsonFloat `json:"rel_limit,omitempty"`
+	MatrixError *jsonFloat `json:"matrix_error,omitempty"`
+}
+
 type verifyJSON struct {
 	OK       bool               `json:"ok"`
 	Tensors  []verifyTensorJSON `json:"tensors"`
 	Forward  *verifyForwardJSON `json:"forward"`
 	Encoder  *verifyEncoderJSON `json:"encoder,omitempty"`
+	Vision   *verifyVisionJSON  `json:"vision,omitempty"`
 	Arch     string             `json:"arch"`
 	Problems []string           `json:"problems"`
 	Warnings []string           `json:"warnings"`
@@ -236,6 +252,14 @@ func writeVerifyJSON(w io.Writer, rep *verify.Report) error {
 			ej.RelError, ej.RelLimit = ptr(jsonFloat(en.RelError)), ptr(jsonFloat(en.RelLimit))
 		}
 		out.Encoder = ej
+	}
+	if vr := rep.Vision; vr != nil {
+		vj := &verifyVisionJSON{Width: vr.Width, Height: vr.Height, Tokens: vr.Tokens, Dim: vr.Dim}
+		if rep.HasReference {
+			vj.Cosine, vj.TokenCosine, vj.CosineLimit = ptr(jsonFloat(vr.Cosine)), ptr(jsonFloat(vr.TokenCosine)), ptr(jsonFloat(vr.CosineLimit))
+			vj.RelError, vj.RelLimit, vj.MatrixError = ptr(jsonFloat(vr.RelError)), ptr(jsonFloat(vr.RelLimit)), ptr(jsonFloat(vr.MatrixError))
+		}
+		out.Vision = vj
 	}
 	e := json.NewEncoder(w)
 	e.SetEscapeHTML(false)
@@ -297,6 +321,14 @@ func writeVerifyText(w io.Writer, path, source string, rep *verify.Report, took 
 			fmt.Fprintf(w, "  cosine with the source: pooled %.7f, last hidden states at least %.7f (limit %.7f for a matrix error of %.3g)\n",
 				en.Cosine, en.TokenCosine, en.CosineLimit, en.MatrixError)
 			fmt.Fprintf(w, "  pooled relative error %.3g (limit %.3g)\n", en.RelError, en.RelLimit)
+		}
+	}
+	if vr := rep.Vision; vr != nil {
+		fmt.Fprintf(w, "\nvision tower: fixed %d×%d image → %d image features of %d values\n", vr.Width, vr.Height, vr.Tokens, vr.Dim)
+		if rep.HasReference {
+			fmt.Fprintf(w, "  cosine with the source: %.7f, per token at least %.7f (limit %.7f for a matrix error of %.3g)\n",
+				vr.Cosine, vr.TokenCosine, vr.CosineLimit, vr.MatrixError)
+			fmt.Fprintf(w, "  relative error %.3g (limit %.3g)\n", vr.RelError, vr.RelLimit)
 		}
 	}
 	if len(rep.Warnings) > 0 {

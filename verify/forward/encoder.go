@@ -289,9 +289,18 @@ type encLoader struct {
 	err error
 }
 
-// get reads a tensor of ne0 × ne1 values (ggml order; ne1 1 for a vector),
-// nil when it is absent and optional.
+// get reads a tensor of ne0 × ne1 values (ggml order; ne1 1 for a vector,
+// stored 1-D or 2-D), nil when it is absent and optional.
 func (l *encLoader) get(name string, ne0, ne1 int, required bool) []float32 {
+	shape := []int{ne0, ne1}
+	if t, ok := l.w.Tensor(name); ok && ne1 == 1 && len(t.Shape()) == 1 {
+		shape = shape[:1]
+	}
+	return l.getN(name, shape, required)
+}
+
+// getN reads a tensor of the given ggml shape (any rank).
+func (l *encLoader) getN(name string, shape []int, required bool) []float32 {
 	if l.err != nil {
 		return nil
 	}
@@ -303,18 +312,19 @@ func (l *encLoader) get(name string, ne0, ne1 int, required bool) []float32 {
 		return nil
 	}
 	s := t.Shape()
-	okShape := len(s) >= 1 && s[0] == int64(ne0)
-	if ne1 == 1 {
-		okShape = okShape && (len(s) == 1 || (len(s) == 2 && s[1] == 1))
-	} else {
-		okShape = okShape && len(s) == 2 && s[1] == int64(ne1)
+	rows, okShape := 1, len(s) == len(shape)
+	for i := 0; okShape && i < len(s); i++ {
+		okShape = s[i] == int64(shape[i])
+		if i > 0 {
+			rows *= shape[i]
+		}
 	}
 	if !okShape {
-		l.err = fmt.Errorf("%w: tensor %s has shape %v, want [%d %d]", ErrWeights, name, s, ne0, ne1)
+		l.err = fmt.Errorf("%w: tensor %s has shape %v, want %v", ErrWeights, name, s, shape)
 		return nil
 	}
-	dst := make([]float32, ne0*ne1)
-	if err := t.ReadRows(0, ne1, dst); err != nil {
+	dst := make([]float32, rows*shape[0])
+	if err := t.ReadRows(0, rows, dst); err != nil {
 		l.err = fmt.Errorf("tensor %s: %w", name, err)
 		return nil
 	}

@@ -70,9 +70,16 @@ func readTransformersLogits(t *testing.T, name string) *transformersLogits {
 // convertFixture converts a fixture to an F32 GGUF with the converter.
 func convertFixture(t *testing.T, name string) *ggufread.File {
 	t.Helper()
+	return convertFixtureWith(t, name, convert.Options{})
+}
+
+// convertFixtureWith converts a fixture to F32 with more options (MMProj).
+func convertFixtureWith(t *testing.T, name string, opts convert.Options) *ggufread.File {
+	t.Helper()
 	dir := assembleFixture(t, name, t.TempDir())
 	out := filepath.Join(t.TempDir(), name+".gguf")
-	if _, err := convert.Run(context.Background(), dir, convert.Options{OutType: "f32", OutFile: out, Threads: 2}); err != nil {
+	opts.OutType, opts.OutFile, opts.Threads = "f32", out, 2
+	if _, err := convert.Run(context.Background(), dir, opts); err != nil {
 		t.Fatal(err)
 	}
 	f, err := ggufread.Open(out)

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Write transformers' image features of multimodal convert fixtures, for verify/forward's vision towers.
+
+For each fixture named with --only (a fixture of make_convert_fixtures.py with a vision tower):
+  1. assemble its model folder (make_convert_fixtures.assemble) and load it with its transformers class in
+     float32, eager attention;
+  2. draw the fixed image (fixed_image below: an RGB pattern of integers, no randomness) at the size of the
+     fixture's entry in IMAGES, a size the processor does not resize (so that the Go side only rescales and
+     normalises it), and preprocess it with the fixture's image processor (AutoImageProcessor on the folder's
+     preprocessor_config.json, the slow Python implementation);
+  3. write into <fixture>/mmproj/:
+       pixel_values.f32    the preprocessed image as float32 little-endian [3, height, width] (channel planes,
+                           the layout of llama.cpp's clip inp_raw; the Qwen towers' flattened patches are put back
+                           in image order, one temporal copy);
+       image_features.f32  the projector's output (what the language model receives), float32 little-endian
+                           [tokens, width] in the processor's token order;
+       image.json          shapes, the image pattern, sha256 of both files, versions and the calls made.
+
+  PYTHONPATH=<pillow> python testdata/gen/make_vision_features.py --fixtures testdata/convert --only gemma3mm qwen2vl qwen25vl qwen3vl mistral3 pixtral
+
+Needs Pillow (the processors' resize) beside the fixtures' packages.
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections import OrderedDict
+
+import numpy as np
+import torch
+import transformers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+# Image size (height, width) per fixture: the processor's own target size (Gemma 3: size; Pixtral: within
+# longest_edge, multiples of patch × merge) or, for Qwen2-VL and Qwen2.5-VL, a multiple of patch × merge (28)
+# above min_pixels that smart_resize keeps and that spans more than one attention window (window_size 112 px);
+# for Qwen3-VL a multiple of 32 above its 65536 minimum pixels, whose 16 × 20 patches resize the 4 × 4 position table.
+IMAGES = {"gemma3mm": (28, 28), "qwen2vl": (140, 196), "qwen25vl": (140, 196), "qwen3vl": (256, 320), "mistral3": (28, 56),
+          "pixtral": (48, 64)}
+
+PATTERN = "r = (37x + 11y) mod 256, g = (17x + 53y + 80) mod 256, b = (xy + 3x + 160) mod 256 (x column, y row)"
+
+
+def fixed_image(h, w):
+    y, x = np.mgrid[0:h, 0:w].astype(np.int64)
+    r = (37 * x + 11 * y) % 256
+    g = (17 * x + 53 * y + 80) % 256
+    b = (x * y + 3 * x + 160) % 256
+    return np.stack([r, g, b], axis=-1).astype(np.uint8)  # HWC
+
+
+def sha256(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+# Gemma 3's fixture pools with a kernel of 1 (2 × 2 patches, mm_tokens_per_image 4); its features are also
+# computed with mm_tokens_per_image 1 (a kernel of 2, as the real models' 4 pools 64 × 64 patches) into
+# image_features_pool2.f32, which verify/forward compares with clip.vision.projector.scale_factor set to 2.
+POOL2 = {"gemma3mm": {"mm_tokens_per_image": 1}}
+
+
+@torch.no_grad()
+def features(name, folder, spec, img, overrides=None):
+    from PIL import Image
+    proc = transformers.AutoImageProcessor.from_pretrained(folder, backend="pil")
+    kw = {}
+    if overrides:
+        cfg = transformers.AutoConfig.from_pretrained(folder)
+        for k, v in overrides.items():
+            setattr(cfg, k, v)
+        kw["config"] = cfg
+    model = getattr(transformers, spec["cls"]).from_pretrained(folder, dtype=torch.float32, attn_implementation="eager", **kw)
+    model.eval()
+    pil = Image.fromarray(img)
+    h, w = img.shape[:2]
+    if name in ("qwen2vl", "qwen25vl", "qwen3vl"):
+        out = proc(images=[pil], return_tensors="pt")
+        pv, thw = out["pixel_values"], out["image_grid_thw"]
+        feats = model.get_image_features(pixel_values=pv, image_grid_thw=thw)
+        feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
+        feats = torch.cat(list(feats), dim=0)
+        if name == "qwen3vl":
+            # the deepstack mergers' features follow each token's own, as llama.cpp concatenates them
+            deep = model.get_image_features(pixel_values=pv, image_grid_thw=thw).deepstack_features
+            feats = torch.cat([feats] + [torch.cat(list(d), dim=0) for d in deep], dim=-1)
+        t, gh, gw = [int(v) for v in thw[0]]
+        m, p, tp = proc.merge_size, proc.patch_size, proc.temporal_patch_size
+        x = pv.numpy().reshape(t, gh // m, gw // m, m, m, 3, tp, p, p)[0, :, :, :, :, :, 0]
+        chw = x.transpose(4, 0, 2, 5, 1, 3, 6).reshape(3, gh * p, gw * p)
+        call = "get_image_features(pixel_values, image_grid_thw)"
+    elif name in ("mistral3", "pixtral"):
+        out = proc(images=[pil], return_tensors="pt")
+        pv = out["pixel_values"]
+        sizes = torch.tensor([[h, w]])
+        feats = model.get_image_features(pixel_values=pv, image_sizes=sizes)
+        feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
+        feats = torch.cat(list(feats), dim=0) if isinstance(feats, (list, tuple)) else feats[0]
+        chw = pv[0, :, :h, :w].numpy()
+        call = "get_image_features(pixel_values, image_sizes)"
+    else:
+        out = proc(images=[pil], return_tensors="pt")
+        pv = out["pixel_values"]
+        feats = model.get_image_features(pixel_values=pv)
+        feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
+        feats = feats[0]
+        chw = pv[0].numpy()
+        call = "get_image_features(pixel_values)"
+    assert chw.shape == (3, h, w), chw.shape
+    return np.ascontiguousarray(chw, dtype="<f4"), np.ascontiguousarray(feats.float().numpy(), dtype="<f4"), call
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fixtures", required=True, help="testdata/convert")
+    ap.add_argument("--only", nargs="+", required=True)
+    args = ap.parse_args()
+    import make_convert_fixtures as mk
+    fixtures = os.path.abspath(args.fixtures)
+    for name in args.only:
+        spec = mk.FIXTURES[name]
+        h, w = IMAGES[name]
+        img = fixed_image(h, w)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = os.path.join(tmp, spec.get("dir_name", name))
+            mk.assemble(fixtures, name, folder)
+            pv, feats, call = features(name, folder, spec, img)
+            if name in POOL2:
+                _, pooled, _ = features(name, folder, spec, img, POOL2[name])
+        dst = os.path.join(fixtures, name, "mmproj")
+        os.makedirs(dst, exist_ok=True)
+        pv.tofile(os.path.join(dst, "pixel_values.f32"))
+        feats.tofile(os.path.join(dst, "image_features.f32"))
+        info = OrderedDict()
+        info["image"] = OrderedDict([("height", h), ("width", w), ("pattern", PATTERN)])
+        info["pixel_values"] = OrderedDict([("shape", list(pv.shape)), ("sha256", sha256(pv.tobytes())),
+                                            ("dtype", "float32 little-endian, [3, height, width]")])
+        info["image_features"] = OrderedDict([("shape", list(feats.shape)), ("sha256", sha256(feats.tobytes())),
+                                              ("dtype", "float32 little-endian, [tokens, width]")])
+        if name in POOL2:
+            pooled.tofile(os.path.join(dst, "image_features_pool2.f32"))
+            info["image_features_pool2"] = OrderedDict([
+                ("shape", list(pooled.shape)), ("sha256", sha256(pooled.tobytes())),
+                ("config", ", ".join("%s %s" % kv for kv in POOL2[name].items()) + " (a pooling kernel of 2)")])
+        info["computed_with"] = OrderedDict([
+            ("transformers", transformers.__version__), ("torch", torch.__version__),
+            ("processor", "AutoImageProcessor.from_pretrained(folder, backend='pil')(images=[image])"),
+            ("load", "%s.from_pretrained(folder, dtype=torch.float32, attn_implementation='eager')" % spec["cls"]),
+            ("features", call),
+        ])
+        mk.write_json(os.path.join(dst, "image.json"), info)
+        print(name, pv.shape, feats.shape)
+
+
+if __name__ == "__main__":
+    main()

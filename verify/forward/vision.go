@@ -1,0 +1,813 @@
+package forward
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Vision towers of multimodal projector files (general.architecture clip),
+// as llama.cpp's mtmd library runs them (tools/mtmd/clip.cpp): a patch
+// embedding, a ViT of non-causal blocks and the projector into the text
+// model's width. The towers implemented are the projector types of
+// VisionProjectors.
+
+// Projector types with a vision forward pass.
+const (
+	projGemma3  = "gemma3"
+	projQwen2   = "qwen2vl_merger"
+	projQwen25  = "qwen2.5vl_merger"
+	projQwen3   = "qwen3vl_merger"
+	projPixtral = "pixtral"
+)
+
+// VisionProjectors are the clip.projector_type values Vision runs:
+// Gemma 3's SigLIP tower with its average-pooling projector
+// (clip_graph_siglip), Qwen2-VL's and Qwen2.5-VL's towers (window
+// attention in the latter) with their 2×2 patch merger (clip_graph_qwen2vl),
+// Qwen3-VL's with its interpolated position table and deepstack mergers
+// (clip_graph_qwen3vl), and the Pixtral / Mistral 3 tower
+// (LlavaForConditionalGeneration and Mistral3ForConditionalGeneration
+// conversions: 2-D RoPE, SwiGLU, optional patch merger, two-layer
+// projector; clip_graph_pixtral).
+var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral}
+
+// Bounds of a tower's image geometry.
+const (
+	maxImageSide = 1 << 13
+	maxPatch     = 1 << 8
+)
+
+// visionAct is the blocks' feed-forward activation (clip.use_gelu,
+// clip.use_silu, else GELU-quick).
+type visionAct int
+
+const (
+	actGELUQuick visionAct = iota
+	actGELU
+	actSiLU
+)
+
+// VisionConfig holds a vision tower's hyperparameters as clip.cpp's
+// clip_model_loader reads them.
+type VisionConfig struct {
+	Projector                                              string
+	Embd, FF, Heads, Layers, PatchSize, ImageSize, ProjDim int
+	Eps                                                    float32
+	// Mean and Std normalise the image's channels (clip.vision.image_mean,
+	// clip.vision.image_std).
+	Mean, Std [3]float32
+	act       visionAct
+	// Merge is Gemma 3's pooling kernel (clip.vision.projector.scale_factor,
+	// default 4) or the side of the Qwen towers' and Pixtral's merged patch
+	// groups (clip.vision.spatial_merge_size, default 2 and 1).
+	Merge int
+	// WindowPattern is Qwen2.5-VL's n_wa_pattern: every WindowPattern-th
+	// block attends over the whole image, the others within windows of
+	// WindowSize pixels (112: clip.cpp reads no key for it).
+	WindowPattern, WindowSize int
+	// Deepstack flags Qwen3-VL's blocks whose output also goes through a
+	// merger of its own (clip.vision.is_deepstack_layers).
+	Deepstack []bool
+}
+
+// ParseVisionConfig reads a projector file's vision tower; a projector
+// type outside VisionProjectors is ErrUnsupported.
+func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
+	r := &kvReader{md: md}
+	c := &VisionConfig{}
+	if _, err := r.str("clip.projector_type", &c.Projector, true); err != nil {
+		return nil, err
+	}
+	switch c.Projector {
+	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral:
+	default:
+		return nil, fmt.Errorf("%w: no vision forward pass for projector %q", ErrUnsupported, c.Projector)
+	}
+	for _, k := range []struct {
+		key string
+		dst *int
+	}{
+		{"clip.vision.embedding_length", &c.Embd}, {"clip.vision.feed_forward_length", &c.FF},
+		{"clip.vision.attention.head_count", &c.Heads}, {"clip.vision.block_count", &c.Layers},
+		{"clip.vision.patch_size", &c.PatchSize}, {"clip.vision.image_size", &c.ImageSize},
+		{"clip.vision.projection_dim", &c.ProjDim},
+	} {
+		if _, err := r.u32(k.key, k.dst, true); err != nil {
+			return nil, err
+		}
+		if *k.dst <= 0 || *k.dst > maxDim {
+			return nil, fmt.Errorf("%w: %s = %d", ErrMetadata, k.key, *k.dst)
+		}
+	}
+	// Images of at most maxImageSide pixels a side, patches of at most
+	// maxPatch: bounds on what a file's keys can make the pass allocate.
+	if c.ImageSize > maxImageSide || c.PatchSize > maxPatch || c.PatchSize > c.ImageSize {
+		return nil, fmt.Errorf("%w: image size %d, patch size %d (at most %d and %d)", ErrMetadata, c.ImageSize, c.PatchSize, maxImageSide, maxPatch)
+	}
+	if c.Layers > maxLayers {
+		return nil, fmt.Errorf("%w: clip.vision.block_count = %d (must be 1..%d)", ErrMetadata, c.Layers, maxLayers)
+	}
+	if c.Embd%c.Heads != 0 || (c.Embd/c.Heads)%4 != 0 {
+		return nil, fmt.Errorf("%w: embedding length %d over %d heads", ErrMetadata, c.Embd, c.Heads)
+	}
+	if _, err := r.f32("clip.vision.attention.layer_norm_epsilon", &c.Eps, true); err != nil {
+		return nil, err
+	}
+	for _, k := range []struct {
+		key string
+		dst *[3]float32
+	}{{"clip.vision.image_mean", &c.Mean}, {"clip.vision.image_std", &c.Std}} {
+		v, ok := md.KV(k.key)
+		xs, isF := v.Float32s()
+		if !ok || !isF || len(xs) < 3 {
+			return nil, fmt.Errorf("%w: %s is not 3 FLOAT32 values", ErrMetadata, k.key)
+		}
+		copy(k.dst[:], xs)
+	}
+	for _, s := range c.Std {
+		if s == 0 {
+			return nil, fmt.Errorf("%w: clip.vision.image_std has a zero", ErrMetadata)
+		}
+	}
+	var useGELU, useSiLU bool
+	if _, err := r.boolean("clip.use_gelu", &useGELU, false); err != nil {
+		return nil, err
+	}
+	if _, err := r.boolean("clip.use_silu", &useSiLU, false); err != nil {
+		return nil, err
+	}
+	switch {
+	case useGELU && useSiLU:
+		return nil, fmt.Errorf("%w: both clip.use_gelu and clip.use_silu are set", ErrMetadata)
+	case useGELU:
+		c.act = actGELU
+	case useSiLU:
+		c.act = actSiLU
+	}
+	mergeKey := "clip.vision.spatial_merge_size"
+	switch c.Projector {
+	case projGemma3:
+		c.Merge, mergeKey = 4, "clip.vision.projector.scale_factor"
+	case projQwen2, projQwen25:
+		c.Merge, c.WindowSize = 2, 112
+		// Only Qwen2.5-VL requires the key (clip.cpp); Qwen2-VL has no windows.
+		if _, err := r.u32("clip.vision.n_wa_pattern", &c.WindowPattern, c.Projector == projQwen25); err != nil {
+			return nil, err
+		}
+	case projQwen3:
+		c.Merge = 2
+		if x, ok := md.KV("clip.vision.is_deepstack_layers"); ok {
+			flags, isBools := x.Any().([]bool)
+			if !isBools || len(flags) > c.Layers {
+				return nil, fmt.Errorf("%w: clip.vision.is_deepstack_layers is not an array of at most %d BOOL", ErrMetadata, c.Layers)
+			}
+			c.Deepstack = flags
+		}
+	case projPixtral:
+		c.Merge = 1
+	}
+	if _, err := r.u32(mergeKey, &c.Merge, false); err != nil {
+		return nil, err
+	}
+	if c.Merge <= 0 || c.Merge*c.PatchSize > maxPatch || c.qwen() && c.Merge != 2 {
+		return nil, fmt.Errorf("%w: %s = %d", ErrMetadata, mergeKey, c.Merge)
+	}
+	return c, nil
+}
+
+// qwen tells the Qwen-VL towers (clip_graph_qwen2vl, clip_graph_qwen3vl).
+func (c *VisionConfig) qwen() bool {
+	return c.Projector == projQwen2 || c.Projector == projQwen25 || c.Projector == projQwen3
+}
+
+// Image is a preprocessed image: channel planes of Height × Width values,
+// normalised (llama.cpp's clip_image_f32 as its inp_raw holds it).
+type Image struct {
+	Width, Height int
+	Pix           []float32 // [3][Height][Width]
+}
+
+// NormalizeImage turns 8-bit RGB pixels (row-major, 3 bytes a pixel) into
+// an Image: each value / 255, less the channel's mean, over its std
+// (clip.cpp's normalize_image_u8_to_f32).
+func NormalizeImage(rgb []byte, width, height int, mean, std [3]float32) (*Image, error) {
+	if width <= 0 || height <= 0 || len(rgb) != 3*width*height {
+		return nil, fmt.Errorf("%w: %d bytes for a %d×%d RGB image", ErrUnsupported, len(rgb), width, height)
+	}
+	img := &Image{Width: width, Height: height, Pix: make([]float32, len(rgb))}
+	plane := width * height
+	for i := range plane {
+		for c := range 3 {
+			img.Pix[c*plane+i] = (float32(rgb[3*i+c])/255 - mean[c]) / std[c]
+		}
+	}
+	return img, nil
+}
+
+// visionLayer is one block's weights (matrices as out rows of in values).
+type visionLayer struct {
+	ln1W, ln1B, ln2W, ln2B []float32
+	q, k, v, o             []float32
+	qB, kB, vB, oB         []float32
+	up, upB, gate, gateB   []float32
+	down, downB            []float32
+	// deepstack is Qwen3-VL's merger of this block's output (nil without).
+	deepstack *merger
+}
+
+// merger is a Qwen tower's patch merger: each 2×2 block's four states side
+// by side, through a LayerNorm of them all when normW is set (Qwen3-VL's
+// deepstack mergers), fc1, GELU and fc2.
+type merger struct {
+	normW, normB, fc1, fc1B, fc2, fc2B []float32
+}
+
+// Vision is a vision tower with its projector, weights decoded to float32.
+type Vision struct {
+	Config *VisionConfig
+	// patch[1] is the Qwen towers' second temporal kernel, [E][3][P][P] each.
+	patch       [2][]float32
+	patchB, pos []float32
+	// posSide is the side of Qwen3-VL's square position table, which is
+	// resized to the image's grid.
+	posSide          int
+	preLnW, preLnB   []float32
+	postLnW, postLnB []float32
+	layers           []visionLayer
+	// Gemma 3: soft-embedding norm and input projection ([E][D]).
+	softEmbNorm, inputProj []float32
+	// qwenMerger is the Qwen towers' (mm.0, mm.2).
+	qwenMerger *merger
+	// Pixtral's projector (mm.1, mm.2), Mistral 3's norm and patch merger
+	// before it, and the [IMG_BREAK] embedding that ends each row of image
+	// tokens but the last.
+	mm1, mm1B, mm2, mm2B []float32
+	merger, mergerNorm   []float32
+	imgBreak             []float32
+	// rms: the blocks' norms are RMS norms (Qwen2.5-VL, Pixtral).
+	rms bool
+}
+
+// LoadVision reads a vision tower's weights (ErrWeights for a missing
+// tensor or one of the wrong shape).
+func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
+	v := &Vision{Config: c, rms: c.Projector == projQwen25 || c.Projector == projPixtral}
+	l := &encLoader{w: w}
+	n, p, ff := c.Embd, c.PatchSize, c.FF
+	v.patch[0] = l.getN("v.patch_embd.weight", []int{p, p, 3, n}, true)
+	v.patchB = l.get("v.patch_embd.bias", n, 1, false)
+	v.preLnW, v.preLnB = l.get("v.pre_ln.weight", n, 1, false), l.get("v.pre_ln.bias", n, 1, false)
+	v.postLnW, v.postLnB = l.get("v.post_ln.weight", n, 1, false), l.get("v.post_ln.bias", n, 1, false)
+	v.layers = make([]visionLayer, c.Layers)
+	for i := range v.layers {
+		L := &v.layers[i]
+		b := fmt.Sprintf("v.blk.%d.", i)
+		L.ln1W, L.ln1B = l.get(b+"ln1.weight", n, 1, true), l.get(b+"ln1.bias", n, 1, false)
+		L.ln2W, L.ln2B = l.get(b+"ln2.weight", n, 1, true), l.get(b+"ln2.bias", n, 1, false)
+		if c.Projector == projQwen3 {
+			// build_qkv's views of the fused output: q, k, v in turn.
+			qkv, qkvB := l.get(b+"attn_qkv.weight", n, 3*n, true), l.get(b+"attn_qkv.bias", 3*n, 1, true)
+			if qkv != nil && qkvB != nil {
+				L.q, L.k, L.v = qkv[:n*n], qkv[n*n:2*n*n], qkv[2*n*n:]
+				L.qB, L.kB, L.vB = qkvB[:n], qkvB[n:2*n], qkvB[2*n:]
+			}
+			if i < len(c.Deepstack) && c.Deepstack[i] {
+				L.deepstack = loadMerger(l, fmt.Sprintf("v.deepstack.%d.", i), "norm", "fc1", "fc2", n, c.ProjDim)
+			}
+		} else {
+			L.q, L.qB = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
+			L.k, L.kB = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
+			L.v, L.vB = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
+		}
+		L.o, L.oB = l.get(b+"attn_out.weight", n, n, true), l.get(b+"attn_out.bias", n, 1, false)
+		up, down := b+"ffn_up", b+"ffn_down"
+		if t, ok := w.Tensor(down + ".weight"); ok && legacyFFNNames[c.Projector] && t.Shape()[0] == int64(n) {
+			// Files of llama.cpp's older scripts name fc1 ffn_down and fc2
+			// ffn_up; clip.cpp swaps them back when ffn_down's rows are
+			// embedding_length long (also, as it does, when FF equals it).
+			up, down = down, up
+		}
+		L.up, L.upB = l.get(up+".weight", n, ff, true), l.get(up+".bias", ff, 1, false)
+		L.gate, L.gateB = l.get(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
+		L.down, L.downB = l.get(down+".weight", ff, n, true), l.get(down+".bias", n, 1, false)
+	}
+	d := c.ProjDim
+	switch c.Projector {
+	case projGemma3:
+		side := c.ImageSize / p
+		v.pos = l.get("v.position_embd.weight", n, side*side, true)
+		v.softEmbNorm = l.get("mm.soft_emb_norm.weight", n, 1, true)
+		v.inputProj = l.get("mm.input_projection.weight", d, n, true)
+	case projQwen2, projQwen25, projQwen3:
+		v.patch[1] = l.getN("v.patch_embd.weight.1", []int{p, p, 3, n}, true)
+		v.qwenMerger = loadMerger(l, "mm.", "", "0", "2", n, d)
+		if c.Projector == projQwen3 {
+			if t, ok := w.Tensor("v.position_embd.weight"); ok && len(t.Shape()) == 2 {
+				rows := int(t.Shape()[1])
+				if side := int(math.Sqrt(float64(rows))); side*side == rows {
+					v.posSide, v.pos = side, l.get("v.position_embd.weight", n, rows, true)
+				}
+			}
+			if v.pos == nil && l.err == nil {
+				l.err = fmt.Errorf("%w: tensor v.position_embd.weight missing or not a square grid of %d-value rows", ErrWeights, n)
+			}
+		}
+	case projPixtral:
+		v.mm1, v.mm1B = l.get("mm.1.weight", n, d, true), l.get("mm.1.bias", d, 1, false)
+		v.mm2, v.mm2B = l.get("mm.2.weight", d, d, true), l.get("mm.2.bias", d, 1, false)
+		v.imgBreak = l.get("v.token_embd.img_break", d, 1, false)
+		if _, ok := w.Tensor("mm.patch_merger.weight"); ok {
+			v.mergerNorm = l.get("mm.input_norm.weight", n, 1, true)
+			v.merger = l.get("mm.patch_merger.weight", n*c.Merge*c.Merge, n, true)
+		}
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	return v, nil
+}
+
+// legacyFFNNames are the projector types whose files clip.cpp accepts with
+// the feed-forward names swapped (clip_model_loader's is_ffn_swapped).
+var legacyFFNNames = map[string]bool{projGemma3: true, projQwen2: true, projQwen25: true}
+
+// loadMerger reads a Qwen merger named prefix + fc1/fc2 (and norm when
+// norm is not ""), over 4·n values into d.
+func loadMerger(l *encLoader, prefix, norm, fc1, fc2 string, n, d int) *merger {
+	m := 4 * n
+	mg := &merger{
+		fc1: l.get(prefix+fc1+".weight", m, m, true), fc1B: l.get(prefix+fc1+".bias", m, 1, true),
+		fc2: l.get(prefix+fc2+".weight", m, d, true), fc2B: l.get(prefix+fc2+".bias", d, 1, true),
+	}
+	if norm != "" {
+		mg.normW, mg.normB = l.get(prefix+norm+".weight", m, 1, true), l.get(prefix+norm+".bias", m, 1, true)
+	}
+	return mg
+}
+
+// patchGrid is the tower's tokens: their patch rows and columns.
+type patchGrid struct {
+	nx, ny int
+	y, x   []int // each token's patch row and column
+}
+
+// Features runs the tower and its projector over img and returns the
+// image's embeddings, one per output token, in the order llama.cpp passes
+// them to the text model.
+func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]float32, error) {
+	c := v.Config
+	p := c.PatchSize
+	unit := p
+	if c.Projector != projGemma3 {
+		unit = p * c.Merge
+	}
+	if img.Width <= 0 || img.Height <= 0 || img.Width%unit != 0 || img.Height%unit != 0 || len(img.Pix) != 3*img.Width*img.Height {
+		return nil, fmt.Errorf("%w: a %d×%d image (its sides must be multiples of %d)", ErrUnsupported, img.Width, img.Height, unit)
+	}
+	g := &patchGrid{nx: img.Width / p, ny: img.Height / p}
+	if c.Projector == projGemma3 && (g.nx != g.ny || g.nx*g.ny*c.Embd != len(v.pos) || g.nx%c.Merge != 0) {
+		return nil, fmt.Errorf("%w: Gemma 3's tower takes %d×%d images", ErrUnsupported, c.ImageSize, c.ImageSize)
+	}
+	x := v.embedPatches(img, g)
+	if v.posSide > 0 {
+		v.addResizedPositions(x, g)
+	} else if v.pos != nil {
+		for t := range x {
+			for j := range x[t] {
+				x[t][j] += v.pos[t*c.Embd+j]
+			}
+		}
+	}
+	if v.preLnW != nil {
+		for t := range x {
+			v.norm(x[t], x[t], v.preLnW, v.preLnB)
+		}
+	}
+	deep, err := v.blocks(ctx, x, g, threads)
+	if err != nil {
+		return nil, err
+	}
+	if v.postLnW != nil {
+		for t := range x {
+			v.norm(x[t], x[t], v.postLnW, v.postLnB)
+		}
+	}
+	switch c.Projector {
+	case projGemma3:
+		return v.gemma3Projector(x, g), nil
+	case projQwen2, projQwen25, projQwen3:
+		out := v.merge(x, v.qwenMerger)
+		// Qwen3-VL's deepstack features follow each token's own
+		// (ggml_concat along the features).
+		for _, ds := range deep {
+			for o := range out {
+				out[o] = append(out[o], ds[o]...)
+			}
+		}
+		return out, nil
+	}
+	return v.pixtralProjector(x, g), nil
+}
+
+// addResizedPositions adds Qwen3-VL's position table resized to the
+// patch grid (clip.cpp's resize_position_embeddings: ggml_interpolate,
+// bilinear with aligned corners) to each token at its patch.
+func (v *Vision) addResizedPositions(x [][]float32, g *patchGrid) {
+	n, side := v.Config.Embd, v.posSide
+	coord := func(i, out int) (int, int, float32) {
+		if out == side {
+			return i, i, 0
+		}
+		f := float32(0)
+		if out > 1 {
+			f = float32(i) * float32(side-1) / float32(out-1)
+		}
+		i0 := min(int(f), side-1)
+		return i0, min(i0+1, side-1), f - float32(i0)
+	}
+	for t := range x {
+		y0, y1, dy := coord(g.y[t], g.ny)
+		x0, x1, dx := coord(g.x[t], g.nx)
+		for j := range n {
+			p00, p01 := v.pos[(y0*side+x0)*n+j], v.pos[(y0*side+x1)*n+j]
+			p10, p11 := v.pos[(y1*side+x0)*n+j], v.pos[(y1*side+x1)*n+j]
+			x[t][j] += p00*(1-dy)*(1-dx) + p01*(1-dy)*dx + p10*dy*(1-dx) + p11*dy*dx
+		}
+	}
+}
+
+// embedPatches is the patch convolution (ggml_conv_2d with stride the patch
+// size; the Qwen towers add their second kernel over the same still
+// image). Tokens are in raster order, or for the Qwen towers grouped by 2×2 merge
+// blocks (clip_graph_qwen2vl's second conv dimension).
+func (v *Vision) embedPatches(img *Image, g *patchGrid) [][]float32 {
+	c := v.Config
+	p, n := c.PatchSize, c.Embd
+	plane := img.Width * img.Height
+	patch := make([]float32, 3*p*p)
+	x := alloc2(g.nx*g.ny, n)
+	for t := range x {
+		py, px := t/g.nx, t%g.nx
+		if c.qwen() {
+			blk, in := t/4, t%4
+			py, px = 2*(blk/(g.nx/2))+in/2, 2*(blk%(g.nx/2))+in%2
+		}
+		g.y, g.x = append(g.y, py), append(g.x, px)
+		for ch := range 3 {
+			for ky := range p {
+				row := ch*plane + (py*p+ky)*img.Width + px*p
+				copy(patch[(ch*p+ky)*p:(ch*p+ky+1)*p], img.Pix[row:row+p])
+			}
+		}
+		for _, k := range v.patch {
+			for e := 0; k != nil && e < n; e++ {
+				x[t][e] += dotF32(k[e*len(patch):(e+1)*len(patch)], patch)
+			}
+		}
+		if v.patchB != nil {
+			for e := range n {
+				x[t][e] += v.patchB[e]
+			}
+		}
+	}
+	return x
+}
+
+func (v *Vision) norm(dst, x, w, b []float32) {
+	if v.rms {
+		rmsNorm(dst, x, w, v.Config.Eps)
+		return
+	}
+	layerNorm(dst, x, w, b, v.Config.Eps)
+}
+
+// blocks runs the ViT blocks over x in place; it returns the deepstack
+// mergers' outputs of the blocks that have one, in block order.
+func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, threads int) ([][][]float32, error) {
+	c := v.Config
+	n, T := c.Embd, len(x)
+	hd := n / c.Heads
+	caches, mode := v.ropeCaches(g)
+	window := v.windows(g)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	q, k, val, attn := alloc2(T, n), alloc2(T, n), alloc2(T, n), alloc2(T, n)
+	var deep [][][]float32
+	for il := range v.layers {
+		L := &v.layers[il]
+		windowed := window != nil && (il+1)%c.WindowPattern != 0
+		err := parallel(ctx, threads, T, func(_, t int) error {
+			cur := make([]float32, n)
+			v.norm(cur, x[t], L.ln1W, L.ln1B)
+			project(q[t], L.q, L.qB, cur)
+			project(k[t], L.k, L.kB, cur)
+			project(val[t], L.v, L.vB, cur)
+			for h := 0; caches != nil && h < c.Heads; h++ {
+				rope(q[t][h*hd:(h+1)*hd], caches[t], hd, mode)
+				rope(k[t][h*hd:(h+1)*hd], caches[t], hd, mode)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		err = parallel(ctx, threads, T, func(_, t int) error {
+			var keys []int
+			for s := range T {
+				if !windowed || window[s] == window[t] {
+					keys = append(keys, s)
+				}
+			}
+			scores := make([]float32, len(keys))
+			for h := range c.Heads {
+				qh := q[t][h*hd : (h+1)*hd]
+				for i, s := range keys {
+					scores[i] = dotF32(qh, k[s][h*hd:(h+1)*hd])
+				}
+				softmax(scores, scale)
+				out := attn[t][h*hd : (h+1)*hd]
+				clear(out)
+				for i, s := range keys {
+					for j, vv := range val[s][h*hd : (h+1)*hd] {
+						out[j] += scores[i] * vv
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		err = parallel(ctx, threads, T, func(_, t int) error {
+			cur := make([]float32, n)
+			project(cur, L.o, L.oB, attn[t])
+			for j := range cur {
+				x[t][j] += cur[j]
+			}
+			v.norm(cur, x[t], L.ln2W, L.ln2B)
+			out := v.ffn(L, cur)
+			for j := range out {
+				x[t][j] += out[j]
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if L.deepstack != nil {
+			deep = append(deep, v.merge(x, L.deepstack))
+		}
+	}
+	return deep, nil
+}
+
+// project writes W·x + b for W of len(out) rows of len(x) values, with
+// dotF32's FMA kernel where the CPU has one: a tower's thousands of patches
+// make these products its cost.
+func project(out, w, b, x []float32) {
+	n := len(x)
+	for o := range out {
+		out[o] = dotF32(w[o*n:(o+1)*n], x)
+		if b != nil {
+			out[o] += b[o]
+		}
+	}
+}
+
+// ffn is clip.cpp's build_ffn: up, then the activation of the gate times
+// up when there is a gate, else of up, then down.
+func (v *Vision) ffn(L *visionLayer, in []float32) []float32 {
+	up := make([]float32, v.Config.FF)
+	project(up, L.up, L.upB, in)
+	if L.gate != nil {
+		gate := make([]float32, len(up))
+		project(gate, L.gate, L.gateB, in)
+		for j, gv := range gate {
+			up[j] *= v.act(gv)
+		}
+	} else {
+		for j, u := range up {
+			up[j] = v.act(u)
+		}
+	}
+	out := make([]float32, v.Config.Embd)
+	project(out, L.down, L.downB, up)
+	return out
+}
+
+func (v *Vision) act(x float32) float32 {
+	switch v.Config.act {
+	case actGELU:
+		return gelu(x)
+	case actSiLU:
+		return silu(x)
+	}
+	return geluQuick(x)
+}
+
+// geluQuick is ggml_gelu_quick_f32: x·σ(1.702·x).
+func geluQuick(x float32) float32 {
+	return x / (1 + float32(math.Exp(float64(-1.702*x))))
+}
+
+// ropeCaches are the rotary caches of each token for the 2-D RoPE towers
+// (nil for Gemma 3's learned positions), with the rotation's pairing.
+//
+// The Qwen towers' is ggml_rope_multi in vision mode: the first quarter of a
+// head's pair frequencies turn with the patch row, the second with its
+// column, each section's frequencies starting again from the base 10000;
+// pairs are half a head apart. Pixtral's is clip.cpp's build_rope_2d: two
+// ggml_rope_ext of consecutive pairs, the first half of the head by the
+// row at frequencies 10000^(−4k/d), the second by the column at
+// 10000^(−(4k+2)/d).
+func (v *Vision) ropeCaches(g *patchGrid) ([][]float32, ropeMode) {
+	c := v.Config
+	hd := c.Embd / c.Heads
+	switch c.Projector {
+	case projQwen2, projQwen25, projQwen3:
+		thetaScale := float32(math.Pow(10000, float64(-2/float32(hd/2))))
+		caches := alloc2(len(g.y), hd)
+		for t := range caches {
+			var theta float32
+			for i0 := 0; i0 < hd; i0 += 2 {
+				switch i0 / 2 {
+				case 0:
+					theta = float32(g.y[t])
+				case hd / 4:
+					theta = float32(g.x[t])
+				}
+				cos, sin := ropeYarn(theta, 1, [2]float32{}, i0, 0, 1)
+				caches[t][i0], caches[t][i0+1] = cos, sin
+				theta *= thetaScale
+			}
+		}
+		return caches, ropeNeox
+	case projPixtral:
+		half := hd / 2
+		thetaScale := float32(math.Pow(10000, float64(-2/float32(half))))
+		oddScale := float32(math.Pow(10000, float64(-2/float32(hd))))
+		caches := alloc2(len(g.y), hd)
+		for t := range caches {
+			for part, p := range []struct {
+				pos   int
+				scale float32
+			}{{g.y[t], 1}, {g.x[t], oddScale}} {
+				theta := float32(p.pos)
+				for i0 := 0; i0 < half; i0 += 2 {
+					cos, sin := ropeYarn(theta, p.scale, [2]float32{}, i0, 0, 1)
+					caches[t][part*half+i0], caches[t][part*half+i0+1] = cos, sin
+					theta *= thetaScale
+				}
+			}
+		}
+		return caches, ropeNorm
+	}
+	return nil, ropeNorm
+}
+
+// windows gives each token of Qwen2.5-VL its attention window (nil for
+// the other towers): squares of WindowSize pixels over the grid of merged
+// 2×2 blocks, the last row and column of windows cut short.
+func (v *Vision) windows(g *patchGrid) []int {
+	c := v.Config
+	if !c.qwen() || c.WindowPattern <= 0 {
+		return nil
+	}
+	side := max(1, c.WindowSize/c.PatchSize/2)
+	perRow := (g.nx/2 + side - 1) / side
+	w := make([]int, len(g.y))
+	for t := range w {
+		w[t] = (g.y[t]/2/side)*perRow + g.x[t]/2/side
+	}
+	return w
+}
+
+// gemma3Projector is clip_graph_siglip's Gemma 3 projector: average
+// pooling of Merge × Merge patches, an RMS norm with the soft-embedding
+// weight, and the input projection into the text model's width.
+func (v *Vision) gemma3Projector(x [][]float32, g *patchGrid) [][]float32 {
+	c := v.Config
+	k, side := c.Merge, g.nx/c.Merge
+	out := alloc2(side*side, c.ProjDim)
+	pooled := make([]float32, c.Embd)
+	inv := 1 / float32(k*k)
+	for o := range out {
+		oy, ox := o/side, o%side
+		for j := range pooled {
+			var s float32
+			for dy := range k {
+				for dx := range k {
+					s += x[(oy*k+dy)*g.nx+ox*k+dx][j]
+				}
+			}
+			pooled[j] = s * inv
+		}
+		rmsNorm(pooled, pooled, v.softEmbNorm, c.Eps)
+		for e, pe := range pooled {
+			row := v.inputProj[e*c.ProjDim : (e+1)*c.ProjDim]
+			for d, w := range row {
+				out[o][d] += w * pe
+			}
+		}
+	}
+	return out
+}
+
+// merge runs a Qwen merger over each 2×2 block of x (clip_graph_qwen2vl's
+// and clip_graph_qwen3vl's reshape to 4·n values a token).
+func (v *Vision) merge(x [][]float32, mg *merger) [][]float32 {
+	c := v.Config
+	m := 4 * c.Embd
+	out := alloc2(len(x)/4, c.ProjDim)
+	in, hidden := make([]float32, m), make([]float32, m)
+	for o := range out {
+		for i := range 4 {
+			copy(in[i*c.Embd:(i+1)*c.Embd], x[4*o+i])
+		}
+		if mg.normW != nil {
+			layerNorm(in, in, mg.normW, mg.normB, c.Eps)
+		}
+		project(hidden, mg.fc1, mg.fc1B, in)
+		for j, h := range hidden {
+			hidden[j] = gelu(h)
+		}
+		project(out[o], mg.fc2, mg.fc2B, hidden)
+	}
+	return out
+}
+
+// pixtralProjector is clip_graph_pixtral's projection: with Mistral 3's
+// patch merger, an RMS norm and each Merge × Merge square of patches (their
+// values channel by channel, as torch's unfold lays them out) through
+// mm.patch_merger; then mm.1, GELU, mm.2; then, when the file has one, the
+// [IMG_BREAK] embedding after each row of tokens but the last.
+func (v *Vision) pixtralProjector(x [][]float32, g *patchGrid) [][]float32 {
+	c := v.Config
+	n, k := c.Embd, c.Merge
+	cols, rows := g.nx, g.ny
+	if v.merger != nil {
+		for t := range x {
+			rmsNorm(x[t], x[t], v.mergerNorm, c.Eps)
+		}
+		cols, rows = g.nx/k, g.ny/k
+		merged := alloc2(cols*rows, n)
+		in := make([]float32, n*k*k)
+		for o := range merged {
+			oy, ox := o/cols, o%cols
+			for ch := range n {
+				for ky := range k {
+					for kx := range k {
+						in[(ch*k+ky)*k+kx] = x[(oy*k+ky)*g.nx+ox*k+kx][ch]
+					}
+				}
+			}
+			project(merged[o], v.merger, nil, in)
+		}
+		x = merged
+	}
+	var out [][]float32
+	hidden := make([]float32, c.ProjDim)
+	for t := range x {
+		project(hidden, v.mm1, v.mm1B, x[t])
+		for j, h := range hidden {
+			hidden[j] = gelu(h)
+		}
+		row := make([]float32, c.ProjDim)
+		project(row, v.mm2, v.mm2B, hidden)
+		out = append(out, row)
+		if v.imgBreak != nil && t%cols == cols-1 && t/cols < rows-1 {
+			out = append(out, slices.Clone(v.imgBreak))
+		}
+	}
+	return out
+}
+
+// TestImageSize is the size of the image verify runs the tower on: Gemma
+// 3's fixed size; for the Qwen towers 5 × 7 merged blocks (140 × 196 pixels at
+// patch 14, more than one attention window of 112); for Pixtral 2 × 4
+// merged blocks.
+func (c *VisionConfig) TestImageSize() (width, height int) {
+	unit := c.PatchSize * c.Merge
+	switch c.Projector {
+	case projGemma3:
+		return c.ImageSize, c.ImageSize
+	case projPixtral:
+		return 4 * unit, 2 * unit
+	}
+	return 7 * unit, 5 * unit
+}
+
+// TestImage is verify's fixed image: width × height 8-bit RGB pixels of an
+// integer pattern (r = 37x + 11y, g = 17x + 53y + 80, b = xy + 3x + 160,
+// each mod 256, x the column and y the row), the image the fixtures'
+// transformers features are computed on (testdata/gen/make_vision_features.py).
+func TestImage(width, height int) []byte {
+	rgb := make([]byte, 0, 3*width*height)
+	for y := range height {
+		for x := range width {
+			rgb = append(rgb, byte((37*x+11*y)%256), byte((17*x+53*y+80)%256), byte((x*y+3*x+160)%256))
+		}
+	}
+	return rgb
+}

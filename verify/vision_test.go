@@ -1,0 +1,122 @@
+package verify
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/convert"
+	"github.com/ggufkit/ggufkit/gguf"
+)
+
+// convertMMProj converts a fixture folder's projector to outType.
+func convertMMProj(t *testing.T, dir, outType string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "mmproj-"+outType+".gguf")
+	if _, err := convert.Run(context.Background(), dir, convert.Options{OutType: outType, OutFile: out, MMProj: true, Threads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestVisionForward runs the vision towers verify/forward implements on
+// their fixtures' projector conversions: alone, the F32 file's image
+// features are finite; against the checkpoint the F32 and Q8_0 files agree
+// with it within the encoder limits; and files broken the way a converter
+// could break them (a transposed patch kernel, the wrong image mean, a
+// wrong norm epsilon) fail with a forward problem that names the image
+// features.
+func TestVisionForward(t *testing.T) {
+	for _, tc := range []struct {
+		fixture string
+		// eps is a wrong layer-norm epsilon that moves the features past
+		// the F32 limit (a slip such as 1e-5 for 1e-6 moves them less than
+		// float32 noise: only the metadata comparison sees it).
+		eps float32
+	}{
+		{"gemma3mm", 1e-1},
+		{"qwen2vl", 10},
+		{"qwen25vl", 10}, // its RMS norms see hidden states of mean square ≈ 50
+		{"qwen3vl", 10},
+		{"mistral3", 10},
+		{"pixtral", 10},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			t.Parallel()
+			dir := assembleFixture(t, tc.fixture)
+			ref, err := OpenMMProjCheckpoint(context.Background(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ref.Close()
+			f32 := convertMMProj(t, dir, "f32")
+			alone := run(t, open(t, f32), nil, Options{})
+			if !alone.OK || alone.Vision == nil || alone.Vision.Tokens == 0 {
+				t.Fatalf("F32 alone: OK %v, problems %v, vision %+v", alone.OK, alone.Problems, alone.Vision)
+			}
+			pixtral := tc.fixture == "mistral3" || tc.fixture == "pixtral"
+			if warned := slices.ContainsFunc(alone.Warnings, func(w string) bool { return strings.Contains(w, "v.token_embd.img_break") }); warned != pixtral {
+				t.Errorf("warnings %q: [IMG_BREAK] warning %v, want %v", alone.Warnings, warned, pixtral)
+			}
+			for _, outType := range []string{"f32", "q8_0"} {
+				path := f32
+				if outType != "f32" {
+					path = convertMMProj(t, dir, outType)
+				}
+				rep := run(t, open(t, path), ref, Options{})
+				vr := rep.Vision
+				if vr == nil {
+					t.Fatalf("%s: no vision forward pass: %v", outType, rep.Problems)
+				}
+				t.Logf("%s: %d×%d image, %d features of %d: cosine %.9f (tokens ≥ %.9f, limit %.7f), relative error %.3g (limit %.3g), matrix error %.3g",
+					outType, vr.Width, vr.Height, vr.Tokens, vr.Dim, vr.Cosine, vr.TokenCosine, vr.CosineLimit, vr.RelError, vr.RelLimit, vr.MatrixError)
+				if !rep.OK {
+					t.Errorf("%s against the checkpoint: %v", outType, rep.Problems)
+				}
+			}
+
+			for _, b := range []struct {
+				name   string
+				break_ func(t *testing.T, m *model)
+			}{
+				{"patch kernel transposed", func(t *testing.T, m *model) {
+					ts := m.tensor(t, "v.patch_embd.weight")
+					p := int(ts.shape[0])
+					w := f32s(ts)
+					out := make([]float32, len(w))
+					for k := 0; k < len(w); k += p * p {
+						for y := range p {
+							for x := range p {
+								out[k+x*p+y] = w[k+y*p+x]
+							}
+						}
+					}
+					setF32s(ts, out)
+				}},
+				{"image mean of another model", func(t *testing.T, m *model) {
+					mean := []float32{0.5, 0.5, 0.5} // SigLIP's for CLIP's, or the other way round
+					if xs, _ := m.kv(t, "clip.vision.image_mean").Float32s(); xs[0] == 0.5 {
+						mean = []float32{0.48145466, 0.4578275, 0.40821073}
+					}
+					m.setKV("clip.vision.image_mean", gguf.Array(mean))
+				}},
+				{"wrong norm epsilon", func(t *testing.T, m *model) {
+					m.setKV("clip.vision.attention.layer_norm_epsilon", gguf.Float32(tc.eps))
+				}},
+			} {
+				m := loadModel(t, f32)
+				b.break_(t, m)
+				rep := run(t, open(t, m.write(t)), ref, Options{})
+				var msgs []string
+				for _, p := range rep.Problems {
+					msgs = append(msgs, p.String())
+				}
+				if rep.OK || !strings.Contains(strings.Join(msgs, "\n"), "forward: image features: ") {
+					t.Errorf("%s: OK %v, no forward problem on the image features in %q", b.name, rep.OK, msgs)
+				}
+			}
+		})
+	}
+}
