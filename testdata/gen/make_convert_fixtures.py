@@ -1167,10 +1167,13 @@ def init_weights(model, seed, norm_mode):
 
 
 def install_tokenizers(shared, out):
-    """Copy each tokenizer once into <out>/tokenizers/<name>/."""
+    """Copy each tokenizer once into <out>/tokenizers/<name>/ (or write it: an entry's make(dst))."""
     for name, spec in TOKENIZERS.items():
         dst = os.path.join(out, "tokenizers", name)
         os.makedirs(dst, exist_ok=True)
+        if spec.get("make"):
+            spec["make"](dst)
+            continue
         for f in spec["files"]:
             shutil.copyfile(os.path.join(shared, spec["from"], f),
                             os.path.join(dst, spec.get("rename", {}).get(f, f)))
