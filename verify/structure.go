@@ -77,7 +77,6 @@ var recurrentArchs = map[string]string{
 	"falcon-h1":     "Mamba-2 branches",
 	"rwkv6":         "RWKV-6 time mixing (WKV-6)",
 	"rwkv6qwen2":    "RWKV-6 time mixing (WKV-6)",
-	"rwkv7":         "RWKV-7 time mixing (WKV-7)",
 }
 
 // checkTensorSet compares the file's tensors with ExpectedTensors: every

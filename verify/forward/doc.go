@@ -5,8 +5,8 @@
 // the attention + MLP/MoE families olmoe, granite, granitemoe, ernie4_5,
 // ernie4_5-moe, minimax-m2, dots1, hunyuan-dense, arcee, exaone4, smollm3 and
 // seed_oss (arch_attnmoe.go), and olmo, olmo2, command-r, phi2, stablelm,
-// falcon, starcoder, chatglm and gemma3n, and the state-space models mamba
-// and mamba2 (ssm.go) (src/models/*.cpp of llama.cpp commit 0c1e570), so
+// falcon, starcoder, chatglm and gemma3n, the state-space models mamba
+// and mamba2 (ssm.go) and the recurrent rwkv7 (rwkv7.go) (src/models/*.cpp of llama.cpp commit 0c1e570), so
 // that verify can run a GGUF and its source side by side.
 //
 // A model is described by GGUF metadata (ParseConfig reads it the way

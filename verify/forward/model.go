@@ -48,6 +48,10 @@ type Model struct {
 	g3n *gemma3nWeights
 	// ssm holds mamba's and mamba2's blocks (ssm.go) instead of layers.
 	ssm []ssmLayer
+	// rwkv holds rwkv7's blocks (rwkv7.go) instead of layers, tokNorm and
+	// tokNormB its embedding norm.
+	rwkv              []rwkv7Layer
+	tokNorm, tokNormB []float32
 }
 
 // layer holds one block's weights; nil means the model has no such tensor.
@@ -179,6 +183,9 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 	}
 	if cfg.ssm != nil {
 		return loadSSM(cfg, w, threads)
+	}
+	if cfg.rwkv != nil {
+		return loadRWKV7(cfg, w, threads)
 	}
 	l := &loader{w: w, specs: map[string]TensorSpec{}}
 	for _, s := range cfg.ExpectedTensors(func(name string) bool { _, ok := w.Tensor(name); return ok }) {

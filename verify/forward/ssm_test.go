@@ -2,8 +2,8 @@ package forward
 
 import "testing"
 
-// TestSSMFamilies runs Mamba, Falcon-Mamba and Mamba-2 on their convert
-// fixtures and compares the logits with transformers' (within 1e-5
+// TestSSMFamilies runs Mamba, Falcon-Mamba, Mamba-2 and RWKV-7 on their
+// convert fixtures and compares the logits with transformers' (within 1e-5
 // relative, as the attention families here).
 func TestSSMFamilies(t *testing.T) {
 	tests := []struct {
@@ -16,6 +16,9 @@ func TestSSMFamilies(t *testing.T) {
 		// 1e-6 there the logits agree to 2.6e-7.
 		{"falconmamba", "mamba", 5e-4},
 		{"mamba2", "mamba2", 1e-5},
+		// Against our float64 PyTorch implementation of llama.cpp's graph
+		// (testdata/gen/fixtures/rwkv.py), not transformers.
+		{"rwkv7", "rwkv7", 1e-5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
