@@ -220,8 +220,7 @@ func loadRWKV7(cfg *Config, w Weights, threads int) (*Model, error) {
 // plus the tokens evaluated (to rebuild the state after a Truncate).
 type rwkv7State struct {
 	shift, wkv [][]float32
-	tokens     []int
-	stale      bool
+	replayLog
 }
 
 func newRWKV7State(c *Config) *rwkv7State {
@@ -237,24 +236,14 @@ func newRWKV7State(c *Config) *rwkv7State {
 // place, after rebuilding a stale state from the kept tokens.
 func (s *Session) evalRWKV7(ctx context.Context, tokens []int, x [][]float32) error {
 	st, m := s.rwkv, s.m
-	if st.stale {
+	reset := func() {
 		for il := range st.shift {
 			clear(st.shift[il])
 			clear(st.wkv[il])
 		}
-		kept := st.tokens[:s.n]
-		st.tokens, st.stale = nil, false
-		if len(kept) > 0 {
-			h := rows(len(kept), m.cfg.Embd)
-			for t, id := range kept {
-				if err := m.tokEmbd.ReadRows(id, 1, h[t]); err != nil {
-					return fmt.Errorf("token_embd.weight row %d: %w", id, err)
-				}
-			}
-			if err := s.evalRWKV7(ctx, kept, h); err != nil {
-				return err
-			}
-		}
+	}
+	if err := st.rebuild(ctx, s, reset, s.evalRWKV7); err != nil {
+		return err
 	}
 	for t := range x {
 		layerNorm(x[t], x[t], m.tokNorm, m.tokNormB, m.cfg.NormEps)
