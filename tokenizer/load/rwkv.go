@@ -40,6 +40,9 @@ func rwkvWorld(f *folder, l *kvList, opts Options) error {
 	if n == 0 {
 		n = 65536
 	}
+	if n, err = vocabLen(n, "vocab_size"); err != nil {
+		return err
+	}
 	tokens := []string{"<s>"}
 	types := []int32{typeControl}
 	// Python's text mode reads \r\n and \r as \n.
