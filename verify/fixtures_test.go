@@ -75,6 +75,7 @@ func TestFixtures(t *testing.T) {
 		{"falconmamba", "Normalised time steps, B and C"},
 		{"mamba2", "Once upon a time there was"},
 		{"rwkv7", "Hello world and the quick brown fox"},
+		{"rwkv7fla", "The quick brown fox and the world"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

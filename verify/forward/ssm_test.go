@@ -19,6 +19,7 @@ func TestSSMFamilies(t *testing.T) {
 		// Against our float64 PyTorch implementation of llama.cpp's graph
 		// (testdata/gen/fixtures/rwkv.py), not transformers.
 		{"rwkv7", "rwkv7", 1e-5},
+		{"rwkv7fla", "rwkv7", 1e-5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
