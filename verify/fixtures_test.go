@@ -76,6 +76,7 @@ func TestFixtures(t *testing.T) {
 		{"mamba2", "Once upon a time there was"},
 		{"rwkv7", "Hello world and the quick brown fox"},
 		{"rwkv7fla", "The quick brown fox and the world"},
+		{"rwkv6", "Hello world, the quick brown fox"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

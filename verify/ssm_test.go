@@ -9,8 +9,8 @@ import (
 	"github.com/ggufkit/ggufkit/gguf"
 )
 
-// TestBrokenSSM breaks the F32 conversions of the mamba, mamba2 and rwkv7
-// fixtures the way a converter could and shows verify fails each against
+// TestBrokenSSM breaks the F32 conversions of the mamba, mamba2, rwkv6 and
+// rwkv7 fixtures the way a converter could and shows verify fails each against
 // the correct file, with a problem naming what differs.
 func TestBrokenSSM(t *testing.T) {
 	tests := []struct {
@@ -43,6 +43,13 @@ func TestBrokenSSM(t *testing.T) {
 			k, v := m.tensor(t, "blk.1.time_mix_key.weight"), m.tensor(t, "blk.1.time_mix_value.weight")
 			k.data, v.data = v.data, k.data
 		}, CheckReference, "blk.1.time_mix_key.weight", ""},
+		{"rwkv6", "decay of two blocks swapped", func(t *testing.T, m *model) {
+			a, b := m.tensor(t, "blk.0.time_mix_decay.weight"), m.tensor(t, "blk.1.time_mix_decay.weight")
+			a.data, b.data = b.data, a.data
+		}, CheckReference, "blk.0.time_mix_decay.weight", ""},
+		{"rwkv6", "wrong rescaling", func(t *testing.T, m *model) {
+			m.setKV("rwkv6.rescale_every_n_layers", gguf.Uint32(2))
+		}, CheckReference, "rwkv6.rescale_every_n_layers", "uint32(2), reference uint32(1)"},
 		{"rwkv7", "wrong head size", func(t *testing.T, m *model) {
 			m.setKV("rwkv7.wkv.head_size", gguf.Uint32(32))
 		}, CheckReference, "rwkv7.wkv.head_size", "uint32(32), reference uint32(16)"},

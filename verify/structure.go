@@ -75,8 +75,7 @@ var recurrentArchs = map[string]string{
 	"jamba":         "Mamba blocks",
 	"granitehybrid": "Mamba-2 blocks",
 	"falcon-h1":     "Mamba-2 branches",
-	"rwkv6":         "RWKV-6 time mixing (WKV-6)",
-	"rwkv6qwen2":    "RWKV-6 time mixing (WKV-6)",
+	"rwkv6qwen2":    "RWKV-6 time mixing on gated linear attention",
 }
 
 // checkTensorSet compares the file's tensors with ExpectedTensors: every

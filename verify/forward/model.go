@@ -48,9 +48,10 @@ type Model struct {
 	g3n *gemma3nWeights
 	// ssm holds mamba's and mamba2's blocks (ssm.go) instead of layers.
 	ssm []ssmLayer
-	// rwkv holds rwkv7's blocks (rwkv7.go) instead of layers, tokNorm and
-	// tokNormB its embedding norm.
+	// rwkv and rwkv6 hold rwkv7's and rwkv6's blocks (rwkv7.go, rwkv6.go)
+	// instead of layers, tokNorm and tokNormB their embedding norm.
 	rwkv              []rwkv7Layer
+	rwkv6             []rwkv6Layer
 	tokNorm, tokNormB []float32
 }
 
@@ -183,6 +184,9 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 	}
 	if cfg.ssm != nil {
 		return loadSSM(cfg, w, threads)
+	}
+	if cfg.rwkv != nil && cfg.rwkv.v6 {
+		return loadRWKV6(cfg, w, threads)
 	}
 	if cfg.rwkv != nil {
 		return loadRWKV7(cfg, w, threads)

@@ -21,17 +21,21 @@ import (
 // token shifts and the WKV state) replaces the attention cache, rebuilt
 // from the kept tokens after a Truncate as for Mamba.
 
-// rwkv7Config holds RWKV-7's sizes (llama_hparams' wkv_head_size and LoRA
-// ranks).
-type rwkv7Config struct {
+// rwkvConfig holds RWKV-6's and RWKV-7's sizes (llama_hparams'
+// wkv_head_size, RWKV-7's LoRA ranks, RWKV-6's extra dims and rescaling).
+type rwkvConfig struct {
+	v6                             bool
 	headSize                       int
 	loraDecay, loraICLR, loraValue int
 	loraGate                       int
+	// mixExtra, decayExtra and rescale are RWKV-6's time_mix_extra_dim,
+	// time_decay_extra_dim and rescale_every_n_layers.
+	mixExtra, decayExtra, rescale int
 }
 
-// parseRWKV7 mirrors llama_model_rwkv7::load_arch_hparams and the checks
-// of its tensors and graph.
-func parseRWKV7(r *kvReader) (*Config, error) {
+// parseRWKV mirrors load_arch_hparams of llama_model_rwkv6 and
+// llama_model_rwkv7 and the checks of their tensors and graphs.
+func parseRWKV(r *kvReader) (*Config, error) {
 	c := &Config{Arch: r.arch, arch: &archInfo{norm: normLayer}}
 	for _, k := range []struct {
 		suffix string
@@ -48,14 +52,32 @@ func parseRWKV7(r *kvReader) (*Config, error) {
 	if _, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.NormEps, false); err != nil {
 		return nil, err
 	}
-	rc := &rwkv7Config{}
-	for _, k := range []struct {
+	rc := &rwkvConfig{v6: r.arch == "rwkv6"}
+	keys := []struct {
 		suffix   string
 		dst      *int
 		required bool
 	}{{"wkv.head_size", &rc.headSize, true}, {"attention.decay_lora_rank", &rc.loraDecay, true},
 		{"attention.iclr_lora_rank", &rc.loraICLR, true}, {"attention.value_residual_mix_lora_rank", &rc.loraValue, true},
-		{"attention.gate_lora_rank", &rc.loraGate, false}} {
+		{"attention.gate_lora_rank", &rc.loraGate, false}}
+	sizes := []struct {
+		name string
+		n    *int
+	}{{"attention.decay_lora_rank", &rc.loraDecay}, {"attention.iclr_lora_rank", &rc.loraICLR},
+		{"attention.value_residual_mix_lora_rank", &rc.loraValue}, {"attention.gate_lora_rank", &rc.loraGate}}
+	if rc.v6 {
+		keys = append(keys[:1], []struct {
+			suffix   string
+			dst      *int
+			required bool
+		}{{"time_mix_extra_dim", &rc.mixExtra, true}, {"time_decay_extra_dim", &rc.decayExtra, true},
+			{"rescale_every_n_layers", &rc.rescale, false}}...)
+		sizes = []struct {
+			name string
+			n    *int
+		}{{"time_mix_extra_dim", &rc.mixExtra}, {"time_decay_extra_dim", &rc.decayExtra}}
+	}
+	for _, k := range keys {
 		if _, err := r.u32(r.key(k.suffix), k.dst, k.required); err != nil {
 			return nil, err
 		}
@@ -71,11 +93,17 @@ func parseRWKV7(r *kvReader) (*Config, error) {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{gguf.SuffixEmbeddingLength, c.Embd}, {"feed_forward_length", c.FF}, {"wkv.head_size", rc.headSize},
-		{"attention.decay_lora_rank", rc.loraDecay}, {"attention.iclr_lora_rank", rc.loraICLR},
-		{"attention.value_residual_mix_lora_rank", rc.loraValue}} {
+	}{{gguf.SuffixEmbeddingLength, c.Embd}, {"feed_forward_length", c.FF}, {"wkv.head_size", rc.headSize}} {
 		if v.n <= 0 || v.n > maxDim {
 			return nil, fmt.Errorf("%w: %s = %d (must be 1..%d)", ErrMetadata, r.key(v.name), v.n, maxDim)
+		}
+	}
+	for _, v := range sizes {
+		if *v.n <= 0 || *v.n > maxDim {
+			if v.name == "attention.gate_lora_rank" {
+				return nil, fmt.Errorf("%w: %s = %d: RWKV-7 without a gate is not supported", ErrUnsupported, r.key(v.name), *v.n)
+			}
+			return nil, fmt.Errorf("%w: %s = %d (must be 1..%d)", ErrMetadata, r.key(v.name), *v.n, maxDim)
 		}
 	}
 	switch {
@@ -84,9 +112,9 @@ func parseRWKV7(r *kvReader) (*Config, error) {
 			r.key(gguf.SuffixEmbeddingLength), c.Embd)
 	case shifts != 2:
 		// The graph's GGML_ASSERT.
-		return nil, fmt.Errorf("%w: %s = %d (RWKV-7 keeps 2 token shifts)", ErrMetadata, r.key("token_shift_count"), shifts)
-	case rc.loraGate <= 0 || rc.loraGate > maxDim:
-		return nil, fmt.Errorf("%w: %s = %d: RWKV-7 without a gate is not supported", ErrUnsupported, r.key("attention.gate_lora_rank"), rc.loraGate)
+		return nil, fmt.Errorf("%w: %s = %d (the graph keeps 2 token shifts)", ErrMetadata, r.key("token_shift_count"), shifts)
+	case rc.rescale < 0 || rc.rescale > maxLayers:
+		return nil, fmt.Errorf("%w: %s = %d", ErrMetadata, r.key("rescale_every_n_layers"), rc.rescale)
 	}
 	c.rwkv = rc
 	return c, nil
@@ -215,16 +243,16 @@ func loadRWKV7(cfg *Config, w Weights, threads int) (*Model, error) {
 	return m, nil
 }
 
-// rwkv7State is a session's recurrent state: per layer the two token
+// rwkvState is a session's recurrent state: per layer the two token
 // shifts (the last time-mix and channel-mix inputs) and the WKV state,
 // plus the tokens evaluated (to rebuild the state after a Truncate).
-type rwkv7State struct {
+type rwkvState struct {
 	shift, wkv [][]float32
 	replayLog
 }
 
-func newRWKV7State(c *Config) *rwkv7State {
-	st := &rwkv7State{shift: make([][]float32, c.Layers), wkv: make([][]float32, c.Layers)}
+func newRWKVState(c *Config) *rwkvState {
+	st := &rwkvState{shift: make([][]float32, c.Layers), wkv: make([][]float32, c.Layers)}
 	for il := range st.shift {
 		st.shift[il] = make([]float32, 2*c.Embd)
 		st.wkv[il] = make([]float32, c.Embd*c.rwkv.headSize)
@@ -232,9 +260,9 @@ func newRWKV7State(c *Config) *rwkv7State {
 	return st
 }
 
-// evalRWKV7 runs the RWKV-7 blocks over x (the new tokens' embeddings) in
-// place, after rebuilding a stale state from the kept tokens.
-func (s *Session) evalRWKV7(ctx context.Context, tokens []int, x [][]float32) error {
+// evalRWKV runs the RWKV-6 or RWKV-7 blocks over x (the new tokens'
+// embeddings) in place, after rebuilding a stale state from the kept tokens.
+func (s *Session) evalRWKV(ctx context.Context, tokens []int, x [][]float32) error {
 	st, m := s.rwkv, s.m
 	reset := func() {
 		for il := range st.shift {
@@ -242,7 +270,7 @@ func (s *Session) evalRWKV7(ctx context.Context, tokens []int, x [][]float32) er
 			clear(st.wkv[il])
 		}
 	}
-	if err := st.rebuild(ctx, s, reset, s.evalRWKV7); err != nil {
+	if err := st.rebuild(ctx, s, reset, s.evalRWKV); err != nil {
 		return err
 	}
 	for t := range x {
@@ -252,6 +280,11 @@ func (s *Session) evalRWKV7(ctx context.Context, tokens []int, x [][]float32) er
 	for il := range m.rwkv {
 		var err error
 		if vFirst, err = s.rwkv7Block(ctx, il, x, vFirst); err != nil {
+			return err
+		}
+	}
+	for il := range m.rwkv6 {
+		if err := s.rwkv6Block(ctx, il, x); err != nil {
 			return err
 		}
 	}

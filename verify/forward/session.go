@@ -22,7 +22,7 @@ type Session struct {
 	factors  []float32   // RoPE frequency factors in use, or nil
 	bufs     [][]float32 // per-worker scratch
 	ssm      *ssmState   // the recurrent state of mamba and mamba2 (ssm.go)
-	rwkv     *rwkv7State // the recurrent state of rwkv7 (rwkv7.go)
+	rwkv     *rwkvState  // the recurrent state of rwkv6 and rwkv7 (rwkv7.go)
 	mm       mulScratch  // the products' unpacked rows and converted inputs (matmul.go)
 }
 
@@ -34,7 +34,7 @@ func (m *Model) NewSession(capacity int) (*Session, error) {
 			return nil, fmt.Errorf("%w: context of %d tokens", ErrUnsupported, capacity)
 		}
 		if c.rwkv != nil {
-			return &Session{m: m, capacity: capacity, rwkv: newRWKV7State(c)}, nil
+			return &Session{m: m, capacity: capacity, rwkv: newRWKVState(c)}, nil
 		}
 		return &Session{m: m, capacity: capacity, ssm: newSSMState(c)}, nil
 	}
@@ -156,8 +156,8 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 		if err := s.evalSSM(ctx, tokens, x); err != nil {
 			return nil, err
 		}
-	case m.rwkv != nil:
-		if err := s.evalRWKV7(ctx, tokens, x); err != nil {
+	case m.rwkv != nil || m.rwkv6 != nil:
+		if err := s.evalRWKV(ctx, tokens, x); err != nil {
 			return nil, err
 		}
 	case m.g3n != nil:
