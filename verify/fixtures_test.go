@@ -77,6 +77,7 @@ func TestFixtures(t *testing.T) {
 		{"rwkv7", "Hello world and the quick brown fox"},
 		{"rwkv7fla", "The quick brown fox and the world"},
 		{"rwkv6", "Hello world, the quick brown fox"},
+		{"rwkv6qwen2", "Once upon a time there was"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

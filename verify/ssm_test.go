@@ -9,8 +9,8 @@ import (
 	"github.com/ggufkit/ggufkit/gguf"
 )
 
-// TestBrokenSSM breaks the F32 conversions of the mamba, mamba2, rwkv6 and
-// rwkv7 fixtures the way a converter could and shows verify fails each against
+// TestBrokenSSM breaks the F32 conversions of the mamba, mamba2, rwkv6,
+// rwkv6qwen2 and rwkv7 fixtures the way a converter could and shows verify fails each against
 // the correct file, with a problem naming what differs.
 func TestBrokenSSM(t *testing.T) {
 	tests := []struct {
@@ -50,6 +50,9 @@ func TestBrokenSSM(t *testing.T) {
 		{"rwkv6", "wrong rescaling", func(t *testing.T, m *model) {
 			m.setKV("rwkv6.rescale_every_n_layers", gguf.Uint32(2))
 		}, CheckReference, "rwkv6.rescale_every_n_layers", "uint32(2), reference uint32(1)"},
+		{"rwkv6qwen2", "wrong key/value head count", func(t *testing.T, m *model) {
+			m.setKV("rwkv6qwen2.attention.head_count_kv", gguf.Uint32(1))
+		}, CheckTensors, "blk.0.time_mix_key.weight", "rwkv6qwen2 expects [32 8]"},
 		{"rwkv7", "wrong head size", func(t *testing.T, m *model) {
 			m.setKV("rwkv7.wkv.head_size", gguf.Uint32(32))
 		}, CheckReference, "rwkv7.wkv.head_size", "uint32(32), reference uint32(16)"},

@@ -75,7 +75,6 @@ var recurrentArchs = map[string]string{
 	"jamba":         "Mamba blocks",
 	"granitehybrid": "Mamba-2 blocks",
 	"falcon-h1":     "Mamba-2 branches",
-	"rwkv6qwen2":    "RWKV-6 time mixing on gated linear attention",
 }
 
 // checkTensorSet compares the file's tensors with ExpectedTensors: every

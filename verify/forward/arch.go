@@ -679,7 +679,7 @@ var archs = map[string]*archInfo{
 }
 
 func archNames() string {
-	names := []string{"gemma4", "mamba", "mamba2", "rwkv6", "rwkv7"} // gemma4.go, ssm.go, rwkv6.go, rwkv7.go
+	names := []string{"gemma4", "mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7"} // gemma4.go, ssm.go, rwkv6.go, rwkv7.go
 	for n := range archs {
 		names = append(names, n)
 	}

@@ -296,7 +296,7 @@ func ParseConfig(md Metadata) (*Config, error) {
 	if ssmArch(r.arch) {
 		return parseSSM(r)
 	}
-	if r.arch == "rwkv6" || r.arch == "rwkv7" {
+	if r.arch == "rwkv6" || r.arch == "rwkv6qwen2" || r.arch == "rwkv7" {
 		return parseRWKV(r)
 	}
 	a, ok := archs[r.arch]

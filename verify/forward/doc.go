@@ -6,7 +6,8 @@
 // ernie4_5-moe, minimax-m2, dots1, hunyuan-dense, arcee, exaone4, smollm3 and
 // seed_oss (arch_attnmoe.go), and olmo, olmo2, command-r, phi2, stablelm,
 // falcon, starcoder, chatglm and gemma3n, the state-space models mamba
-// and mamba2 (ssm.go) and the recurrent rwkv6 and rwkv7 (rwkv6.go, rwkv7.go) (src/models/*.cpp of llama.cpp commit 0c1e570), so
+// and mamba2 (ssm.go) and the recurrent rwkv6, rwkv6qwen2 and rwkv7 (rwkv6.go,
+// rwkv7.go) (src/models/*.cpp of llama.cpp commit 0c1e570), so
 // that verify can run a GGUF and its source side by side.
 //
 // A model is described by GGUF metadata (ParseConfig reads it the way

@@ -14,22 +14,49 @@ import (
 // and a channel mix with a sigmoid receptance; every rescale_every_n_layers
 // blocks the residual stream is halved.
 
-// rwkv6Tensors is load_arch_tensors of rwkv6.
+// rwkv6Tensors is load_arch_tensors of rwkv6 and rwkv6qwen2.
 func (c *Config) rwkv6Tensors() []TensorSpec {
 	rc := c.rwkv
 	e, v, ff := int64(c.Embd), int64(c.Vocab), int64(c.FF)
 	tm, td := int64(rc.mixExtra), int64(rc.decayExtra)
-	out := []TensorSpec{
-		{Name: "token_embd.weight", Shape: []int64{e, v}},
-		{Name: "token_embd_norm.weight", Shape: []int64{e}},
-		{Name: "token_embd_norm.bias", Shape: []int64{e}},
-		{Name: "output_norm.weight", Shape: []int64{e}},
-		{Name: "output_norm.bias", Shape: []int64{e}},
-		{Name: "output.weight", Shape: []int64{e, v}},
+	kvSize := e
+	if q := rc.qwen2; q && c.HeadsKV != 0 && c.Embd/rc.headSize != c.HeadsKV {
+		kvSize = int64(c.HeadsKV * rc.headSize)
 	}
+	out := []TensorSpec{{Name: "token_embd.weight", Shape: []int64{e, v}}}
+	if !rc.qwen2 {
+		out = append(out, TensorSpec{Name: "token_embd_norm.weight", Shape: []int64{e}}, TensorSpec{Name: "token_embd_norm.bias", Shape: []int64{e}})
+	}
+	out = append(out, TensorSpec{Name: "output_norm.weight", Shape: []int64{e}},
+		TensorSpec{Name: "output_norm.bias", Shape: []int64{e}, Optional: rc.qwen2},
+		TensorSpec{Name: "output.weight", Shape: []int64{e, v}})
 	for il := range c.Layers {
 		b := func(n string, optional bool, shape ...int64) {
 			out = append(out, TensorSpec{Name: fmt.Sprintf("blk.%d.%s", il, n), Shape: shape, Optional: optional})
+		}
+		if rc.qwen2 {
+			b("attn_norm.weight", false, e)
+			b("time_mix_w1.weight", false, e, tm*5)
+			b("time_mix_w2.weight", false, tm, e, 5)
+			b("time_mix_lerp_x.weight", false, e, 1, 1)
+			b("time_mix_lerp_fused.weight", false, e, 1, 1, 5)
+			b("time_mix_first.weight", true, int64(rc.headSize), e/int64(rc.headSize))
+			b("time_mix_decay.weight", false, e)
+			b("time_mix_decay_w1.weight", false, e, td)
+			b("time_mix_decay_w2.weight", false, td, e)
+			b("time_mix_key.weight", false, e, kvSize)
+			b("time_mix_value.weight", false, e, kvSize)
+			b("time_mix_receptance.weight", false, e, e)
+			b("time_mix_gate.weight", false, e, e)
+			b("time_mix_key.bias", true, kvSize)
+			b("time_mix_value.bias", true, kvSize)
+			b("time_mix_receptance.bias", true, e)
+			b("time_mix_output.weight", false, e, e)
+			b("ffn_norm.weight", false, e)
+			b("ffn_gate.weight", false, e, ff)
+			b("ffn_down.weight", false, ff, e)
+			b("ffn_up.weight", false, e, ff)
+			continue
 		}
 		b("attn_norm.weight", false, e)
 		b("attn_norm.bias", false, e)
@@ -67,6 +94,8 @@ type rwkv6Layer struct {
 	attnNorm, attnNormB, ffnNorm, ffnNormB []float32
 	lerpX, lerp, first, decay, lnX, lnXB   []float32 // lerp: [5][embd] (w, k, v, r, g)
 	cmLerpK, cmLerpR                       []float32
+	bR, bK, bV                             []float32 // rwkv6qwen2's optional biases
+	ffnGate, ffnUp, ffnDown                *matrix   // rwkv6qwen2's SwiGLU
 	w1, dw1, dw2                           *matrix
 	w2                                     []*matrix // per lerp: [embd] × [time_mix_extra_dim]
 	key, value, recept, gate, out          *matrix
@@ -97,15 +126,21 @@ func loadRWKV6(cfg *Config, w Weights, threads int) (*Model, error) {
 	for il := range m.rwkv6 {
 		ly := &m.rwkv6[il]
 		b := func(s string) string { return fmt.Sprintf("blk.%d.%s", il, s) }
+		ffnNorm := b("attn_norm_2.weight")
+		if cfg.rwkv.qwen2 {
+			ffnNorm = b("ffn_norm.weight")
+		}
 		vecs = append(vecs, []struct {
 			dst  *[]float32
 			name string
 		}{{&ly.attnNorm, b("attn_norm.weight")}, {&ly.attnNormB, b("attn_norm.bias")},
-			{&ly.ffnNorm, b("attn_norm_2.weight")}, {&ly.ffnNormB, b("attn_norm_2.bias")},
+			{&ly.ffnNorm, ffnNorm}, {&ly.ffnNormB, b("attn_norm_2.bias")},
 			{&ly.lerpX, b("time_mix_lerp_x.weight")}, {&ly.lerp, b("time_mix_lerp_fused.weight")},
 			{&ly.first, b("time_mix_first.weight")}, {&ly.decay, b("time_mix_decay.weight")},
 			{&ly.lnX, b("time_mix_ln.weight")}, {&ly.lnXB, b("time_mix_ln.bias")},
-			{&ly.cmLerpK, b("channel_mix_lerp_k.weight")}, {&ly.cmLerpR, b("channel_mix_lerp_r.weight")}}...)
+			{&ly.cmLerpK, b("channel_mix_lerp_k.weight")}, {&ly.cmLerpR, b("channel_mix_lerp_r.weight")},
+			{&ly.bR, b("time_mix_receptance.bias")}, {&ly.bK, b("time_mix_key.bias")}, {&ly.bV, b("time_mix_value.bias")}}...)
+
 		mats = append(mats, []struct {
 			dst  **matrix
 			name string
@@ -113,7 +148,8 @@ func loadRWKV6(cfg *Config, w Weights, threads int) (*Model, error) {
 			{&ly.key, b("time_mix_key.weight")}, {&ly.value, b("time_mix_value.weight")},
 			{&ly.recept, b("time_mix_receptance.weight")}, {&ly.gate, b("time_mix_gate.weight")},
 			{&ly.out, b("time_mix_output.weight")}, {&ly.cmKey, b("channel_mix_key.weight")},
-			{&ly.cmVal, b("channel_mix_value.weight")}, {&ly.cmRecept, b("channel_mix_receptance.weight")}}...)
+			{&ly.cmVal, b("channel_mix_value.weight")}, {&ly.cmRecept, b("channel_mix_receptance.weight")},
+			{&ly.ffnGate, b("ffn_gate.weight")}, {&ly.ffnUp, b("ffn_up.weight")}, {&ly.ffnDown, b("ffn_down.weight")}}...)
 		if ly.w2, err = l.experts(b("time_mix_w2.weight")); err != nil {
 			return nil, err
 		}
@@ -128,10 +164,17 @@ func loadRWKV6(cfg *Config, w Weights, threads int) (*Model, error) {
 			return nil, err
 		}
 	}
+	if m.outNormB != nil && cfg.rwkv.qwen2 {
+		return nil, fmt.Errorf("%w: output_norm.bias after an RMS norm", ErrUnsupported)
+	}
 	for il, ly := range m.rwkv6 {
-		if ly.lerp == nil {
+		switch {
+		case ly.lerp == nil:
 			// llama.cpp also runs the five separate lerps of older files.
 			return nil, fmt.Errorf("%w: blk.%d has no time_mix_lerp_fused (separate lerps are not supported)", ErrUnsupported, il)
+		case cfg.rwkv.qwen2 && ly.first != nil:
+			// llama.cpp then runs WKV-6 with the bonus on QRWKV-6's blocks.
+			return nil, fmt.Errorf("%w: blk.%d.time_mix_first in rwkv6qwen2", ErrUnsupported, il)
 		}
 	}
 	return m, nil
@@ -147,7 +190,7 @@ func (s *Session) rwkv6Block(ctx context.Context, il int, x [][]float32) error {
 	shift := s.rwkv.shift[il]
 	att := rows(n, e)
 	for t := range x {
-		layerNorm(att[t], x[t], ly.attnNorm, ly.attnNormB, c.NormEps)
+		s.norm(att[t], x[t], ly.attnNorm, ly.attnNormB)
 	}
 	// sx = x_prev − x and xxx = sx·lerp_x + x, then the five LoRA outputs.
 	sx, xxx := rows(n, e), [][][]float32{rows(n, e)}
@@ -188,14 +231,20 @@ func (s *Session) rwkv6Block(ctx context.Context, il int, x [][]float32) error {
 			}
 		}
 	}
-	r, k, v, g := rows(n, e), rows(n, e), rows(n, e), rows(n, e)
+	r, g := rows(n, e), rows(n, e)
+	k, v := rows(n, ly.key.rows), rows(n, ly.value.rows)
 	for _, p := range []struct {
 		w       *matrix
+		b       []float32
 		in, dst [][]float32
-	}{{ly.recept, mix[3], r}, {ly.key, mix[1], k}, {ly.value, mix[2], v}, {ly.gate, mix[4], g}} {
-		if err := s.mul(ctx, p.w, nil, p.in, p.dst); err != nil {
+	}{{ly.recept, ly.bR, mix[3], r}, {ly.key, ly.bK, mix[1], k}, {ly.value, ly.bV, mix[2], v}, {ly.gate, nil, mix[4], g}} {
+		if err := s.mul(ctx, p.w, p.b, p.in, p.dst); err != nil {
 			return err
 		}
+	}
+	if kvw := ly.key.rows; kvw != e {
+		// Grouped keys and values (rwkv6qwen2): head h reads group h / (heads / groups).
+		k, v = repeatHeads(k, e, kvw, hs), repeatHeads(v, e, kvw, hs)
 	}
 	tanh := func(v float32) float32 { return float32(math.Tanh(float64(v))) }
 	w, err := s.lora(ctx, ly.dw1, ly.dw2, tanh, mix[0])
@@ -205,27 +254,27 @@ func (s *Session) rwkv6Block(ctx context.Context, il int, x [][]float32) error {
 	for t := range w {
 		for i := range w[t] {
 			w[t][i] = float32(math.Exp(-float64(float32(math.Exp(float64(w[t][i] + ly.decay[i]))))))
-			g[t][i] = silu(g[t][i])
+			if rc.qwen2 {
+				g[t][i] = sigmoid(g[t][i])
+				k[t][i] -= k[t][i] * w[t][i]
+			} else {
+				g[t][i] = silu(g[t][i])
+			}
 		}
 	}
 	y := rows(n, e)
-	state := s.rwkv.wkv[il] // [head][key i][value j]
+	s.wkv6(il, ly, r, w, k, v, y)
 	for t := range y {
 		for h := 0; h < e; h += hs {
-			st := state[h*hs : (h+hs)*hs]
-			for i := range hs {
-				row := st[i*hs : (i+1)*hs]
-				ki, ri, ui, wi := k[t][h+i], r[t][h+i], ly.first[h+i], w[t][h+i]
-				for j := range hs {
-					kv := v[t][h+j] * ki
-					y[t][h+j] += (kv*ui + row[j]) * ri
-					row[j] = row[j]*wi + kv
+			if !rc.qwen2 {
+				yh := y[t][h : h+hs]
+				layerNorm(yh, yh, nil, nil, 64e-5) // the group norm, one group per head
+				for i := h; i < h+hs; i++ {
+					y[t][i] = y[t][i]*ly.lnX[i] + ly.lnXB[i]
 				}
 			}
-			yh := y[t][h : h+hs]
-			layerNorm(yh, yh, nil, nil, 64e-5) // the group norm, one group per head
 			for i := h; i < h+hs; i++ {
-				y[t][i] = (y[t][i]*ly.lnX[i] + ly.lnXB[i]) * g[t][i]
+				y[t][i] *= g[t][i]
 			}
 		}
 	}
@@ -233,12 +282,33 @@ func (s *Session) rwkv6Block(ctx context.Context, il int, x [][]float32) error {
 	if err := s.mul(ctx, ly.out, nil, y, out); err != nil {
 		return err
 	}
+	if rc.qwen2 {
+		for t := range x {
+			for i := range x[t] {
+				x[t][i] += out[t][i]
+			}
+		}
+		// The feed-forward: x += down(silu(gate·h) · up·h), h = rms_norm(x).
+		h := rows(n, e)
+		for t := range x {
+			s.norm(h[t], x[t], ly.ffnNorm, nil)
+		}
+		if err := s.swiglu(ctx, ly.ffnGate, ly.ffnUp, ly.ffnDown, h, out); err != nil {
+			return err
+		}
+		for t := range x {
+			for i := range x[t] {
+				x[t][i] += out[t][i]
+			}
+		}
+		return nil
+	}
 	ffn := rows(n, e)
 	for t := range x {
 		for i := range x[t] {
 			x[t][i] += out[t][i]
 		}
-		layerNorm(ffn[t], x[t], ly.ffnNorm, ly.ffnNormB, c.NormEps)
+		s.norm(ffn[t], x[t], ly.ffnNorm, ly.ffnNormB)
 	}
 	xkr := [][][]float32{rows(n, e), rows(n, e)}
 	lerps := make([]float32, 2*e)
@@ -272,4 +342,51 @@ func (s *Session) rwkv6Block(ctx context.Context, il int, x [][]float32) error {
 		}
 	}
 	return nil
+}
+
+// wkv6 is ggml_rwkv_wkv6 (rwkv6: per token and head, for key i and value
+// j, y_j += r_i·(u_i·k_i·v_j + S[i][j]) and S[i][j] = S[i][j]·w_i + k_i·v_j)
+// or, without time_first (rwkv6qwen2), ggml_gated_linear_attn with scale
+// head_size^−½: S[i][j] = S[i][j]·w_i + k_i·v_j, y_j += r_i·scale·S[i][j].
+func (s *Session) wkv6(il int, ly *rwkv6Layer, r, w, k, v, y [][]float32) {
+	hs, e := s.m.cfg.rwkv.headSize, s.m.cfg.Embd
+	scale := float32(math.Pow(float64(hs), -0.5))
+	state := s.rwkv.wkv[il] // [head][key i][value j]
+	for t := range y {
+		for h := 0; h < e; h += hs {
+			st := state[h*hs : (h+hs)*hs]
+			for i := range hs {
+				row := st[i*hs : (i+1)*hs]
+				ki, ri, wi := k[t][h+i], r[t][h+i], w[t][h+i]
+				if ly.first == nil {
+					qi := ri * scale
+					for j := range hs {
+						row[j] = row[j]*wi + v[t][h+j]*ki
+						y[t][h+j] += row[j] * qi
+					}
+					continue
+				}
+				ui := ly.first[h+i]
+				for j := range hs {
+					kv := v[t][h+j] * ki
+					y[t][h+j] += (kv*ui + row[j]) * ri
+					row[j] = row[j]*wi + kv
+				}
+			}
+		}
+	}
+}
+
+// repeatHeads widens rows of kvw values (groups of hs) to e, head h taking
+// group h / (e / kvw).
+func repeatHeads(x [][]float32, e, kvw, hs int) [][]float32 {
+	out := rows(len(x), e)
+	rep := e / kvw
+	for t := range x {
+		for h := 0; h < e/hs; h++ {
+			g := h / rep
+			copy(out[t][h*hs:(h+1)*hs], x[t][g*hs:(g+1)*hs])
+		}
+	}
+	return out
 }

@@ -24,7 +24,10 @@ import (
 // rwkvConfig holds RWKV-6's and RWKV-7's sizes (llama_hparams'
 // wkv_head_size, RWKV-7's LoRA ranks, RWKV-6's extra dims and rescaling).
 type rwkvConfig struct {
-	v6                             bool
+	// v6 is set for rwkv6 and rwkv6qwen2, qwen2 for rwkv6qwen2 (QRWKV-6:
+	// RMS norms, one token shift, grouped keys and values, gated linear
+	// attention, a SwiGLU feed-forward).
+	v6, qwen2                      bool
 	headSize                       int
 	loraDecay, loraICLR, loraValue int
 	loraGate                       int
@@ -49,10 +52,18 @@ func parseRWKV(r *kvReader) (*Config, error) {
 	if c.Layers <= 0 || c.Layers > maxLayers {
 		return nil, fmt.Errorf("%w: %s = %d (must be 1..%d)", ErrMetadata, r.key(gguf.SuffixBlockCount), c.Layers, maxLayers)
 	}
-	if _, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.NormEps, false); err != nil {
+	rc := &rwkvConfig{v6: r.arch != "rwkv7", qwen2: r.arch == "rwkv6qwen2"}
+	epsKey := "attention.layer_norm_epsilon"
+	if rc.qwen2 {
+		c.arch.norm = normRMS
+		epsKey = "attention.layer_norm_rms_epsilon"
+		if _, err := r.u32(r.key("attention.head_count_kv"), &c.HeadsKV, false); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := r.f32(r.key(epsKey), &c.NormEps, false); err != nil {
 		return nil, err
 	}
-	rc := &rwkvConfig{v6: r.arch == "rwkv6"}
 	keys := []struct {
 		suffix   string
 		dst      *int
@@ -82,7 +93,10 @@ func parseRWKV(r *kvReader) (*Config, error) {
 			return nil, err
 		}
 	}
-	shifts := 2
+	shifts, wantShifts := 2, 2
+	if rc.qwen2 {
+		wantShifts = 1 // GGML_ASSERT(n_embd == hparams.n_embd_r())
+	}
 	if _, err := r.u32(r.key("token_shift_count"), &shifts, false); err != nil {
 		return nil, err
 	}
@@ -110,9 +124,11 @@ func parseRWKV(r *kvReader) (*Config, error) {
 	case c.Embd%rc.headSize != 0:
 		return nil, fmt.Errorf("%w: %s = %d does not divide %s = %d", ErrMetadata, r.key("wkv.head_size"), rc.headSize,
 			r.key(gguf.SuffixEmbeddingLength), c.Embd)
-	case shifts != 2:
+	case shifts != wantShifts:
 		// The graph's GGML_ASSERT.
-		return nil, fmt.Errorf("%w: %s = %d (the graph keeps 2 token shifts)", ErrMetadata, r.key("token_shift_count"), shifts)
+		return nil, fmt.Errorf("%w: %s = %d (the graph keeps %d token shifts)", ErrMetadata, r.key("token_shift_count"), shifts, wantShifts)
+	case rc.qwen2 && c.HeadsKV != 0 && (c.HeadsKV > c.Embd/rc.headSize || (c.Embd/rc.headSize)%c.HeadsKV != 0):
+		return nil, fmt.Errorf("%w: %s = %d does not divide the %d heads", ErrMetadata, r.key("attention.head_count_kv"), c.HeadsKV, c.Embd/rc.headSize)
 	case rc.rescale < 0 || rc.rescale > maxLayers:
 		return nil, fmt.Errorf("%w: %s = %d", ErrMetadata, r.key("rescale_every_n_layers"), rc.rescale)
 	}
@@ -274,7 +290,9 @@ func (s *Session) evalRWKV(ctx context.Context, tokens []int, x [][]float32) err
 		return err
 	}
 	for t := range x {
-		layerNorm(x[t], x[t], m.tokNorm, m.tokNormB, m.cfg.NormEps)
+		if m.tokNorm != nil { // none in rwkv6qwen2
+			layerNorm(x[t], x[t], m.tokNorm, m.tokNormB, m.cfg.NormEps)
+		}
 	}
 	var vFirst [][]float32
 	for il := range m.rwkv {

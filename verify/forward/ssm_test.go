@@ -21,6 +21,7 @@ func TestSSMFamilies(t *testing.T) {
 		{"rwkv7", "rwkv7", 1e-5},
 		{"rwkv7fla", "rwkv7", 1e-5},
 		{"rwkv6", "rwkv6", 1e-5},
+		{"rwkv6qwen2", "rwkv6qwen2", 1e-5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
