@@ -102,27 +102,14 @@ type rwkv6Layer struct {
 	cmKey, cmVal, cmRecept                 *matrix
 }
 
-// loadRWKV6 reads an RWKV-6 model's tensors (shapes checked by l).
+// loadRWKV6 reads an RWKV-6 or QRWKV-6 model's tensors (shapes checked by
+// the loader).
 func loadRWKV6(cfg *Config, w Weights, threads int) (*Model, error) {
-	l := &loader{w: w, specs: map[string]TensorSpec{}}
-	for _, s := range cfg.rwkv6Tensors() {
-		l.specs[s.Name] = s
-	}
-	m := &Model{cfg: cfg, threads: threads}
-	var err error
-	if m.tokEmbd, err = l.tensor("token_embd.weight"); err != nil {
-		return nil, err
-	}
-	vecs := []struct {
-		dst  *[]float32
-		name string
-	}{{&m.tokNorm, "token_embd_norm.weight"}, {&m.tokNormB, "token_embd_norm.bias"}, {&m.outNorm, "output_norm.weight"},
-		{&m.outNormB, "output_norm.bias"}}
-	mats := []struct {
-		dst  **matrix
-		name string
-	}{{&m.output, "output.weight"}}
-	m.rwkv6 = make([]rwkv6Layer, cfg.Layers)
+	m := &Model{rwkv6: make([]rwkv6Layer, cfg.Layers)}
+	specs := cfg.rwkv6Tensors()
+	l := newSpecLoader(w, specs)
+	var vecs []vecRef
+	var mats []matRef
 	for il := range m.rwkv6 {
 		ly := &m.rwkv6[il]
 		b := func(s string) string { return fmt.Sprintf("blk.%d.%s", il, s) }
@@ -130,39 +117,27 @@ func loadRWKV6(cfg *Config, w Weights, threads int) (*Model, error) {
 		if cfg.rwkv.qwen2 {
 			ffnNorm = b("ffn_norm.weight")
 		}
-		vecs = append(vecs, []struct {
-			dst  *[]float32
-			name string
-		}{{&ly.attnNorm, b("attn_norm.weight")}, {&ly.attnNormB, b("attn_norm.bias")},
+		vecs = append(vecs, []vecRef{{&ly.attnNorm, b("attn_norm.weight")}, {&ly.attnNormB, b("attn_norm.bias")},
 			{&ly.ffnNorm, ffnNorm}, {&ly.ffnNormB, b("attn_norm_2.bias")},
 			{&ly.lerpX, b("time_mix_lerp_x.weight")}, {&ly.lerp, b("time_mix_lerp_fused.weight")},
 			{&ly.first, b("time_mix_first.weight")}, {&ly.decay, b("time_mix_decay.weight")},
 			{&ly.lnX, b("time_mix_ln.weight")}, {&ly.lnXB, b("time_mix_ln.bias")},
 			{&ly.cmLerpK, b("channel_mix_lerp_k.weight")}, {&ly.cmLerpR, b("channel_mix_lerp_r.weight")},
 			{&ly.bR, b("time_mix_receptance.bias")}, {&ly.bK, b("time_mix_key.bias")}, {&ly.bV, b("time_mix_value.bias")}}...)
-
-		mats = append(mats, []struct {
-			dst  **matrix
-			name string
-		}{{&ly.w1, b("time_mix_w1.weight")}, {&ly.dw1, b("time_mix_decay_w1.weight")}, {&ly.dw2, b("time_mix_decay_w2.weight")},
-			{&ly.key, b("time_mix_key.weight")}, {&ly.value, b("time_mix_value.weight")},
-			{&ly.recept, b("time_mix_receptance.weight")}, {&ly.gate, b("time_mix_gate.weight")},
-			{&ly.out, b("time_mix_output.weight")}, {&ly.cmKey, b("channel_mix_key.weight")},
-			{&ly.cmVal, b("channel_mix_value.weight")}, {&ly.cmRecept, b("channel_mix_receptance.weight")},
-			{&ly.ffnGate, b("ffn_gate.weight")}, {&ly.ffnUp, b("ffn_up.weight")}, {&ly.ffnDown, b("ffn_down.weight")}}...)
+		mats = append(mats, []matRef{{&ly.w1, b("time_mix_w1.weight")}, {&ly.dw1, b("time_mix_decay_w1.weight")},
+			{&ly.dw2, b("time_mix_decay_w2.weight")}, {&ly.key, b("time_mix_key.weight")},
+			{&ly.value, b("time_mix_value.weight")}, {&ly.recept, b("time_mix_receptance.weight")},
+			{&ly.gate, b("time_mix_gate.weight")}, {&ly.out, b("time_mix_output.weight")},
+			{&ly.cmKey, b("channel_mix_key.weight")}, {&ly.cmVal, b("channel_mix_value.weight")},
+			{&ly.cmRecept, b("channel_mix_receptance.weight")}, {&ly.ffnGate, b("ffn_gate.weight")},
+			{&ly.ffnUp, b("ffn_up.weight")}, {&ly.ffnDown, b("ffn_down.weight")}}...)
+		var err error
 		if ly.w2, err = l.experts(b("time_mix_w2.weight")); err != nil {
 			return nil, err
 		}
 	}
-	for _, v := range vecs {
-		if *v.dst, err = l.vec(v.name); err != nil {
-			return nil, err
-		}
-	}
-	for _, v := range mats {
-		if *v.dst, err = l.mat(v.name); err != nil {
-			return nil, err
-		}
+	if _, err := loadRWKVModel(cfg, w, threads, specs, m, vecs, mats); err != nil {
+		return nil, err
 	}
 	if m.outNormB != nil && cfg.rwkv.qwen2 {
 		return nil, fmt.Errorf("%w: output_norm.bias after an RMS norm", ErrUnsupported)

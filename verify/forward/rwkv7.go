@@ -199,64 +199,74 @@ type rwkv7Layer struct {
 	key, value, recept, out, cmKey, cmVal  *matrix
 }
 
-// loadRWKV7 reads an RWKV-7 model's tensors (shapes checked by l).
-func loadRWKV7(cfg *Config, w Weights, threads int) (*Model, error) {
-	l := &loader{w: w, specs: map[string]TensorSpec{}}
-	for _, s := range cfg.rwkv7Tensors() {
+// vecRef and matRef name a tensor to load into a vector or a matrix.
+type (
+	vecRef struct {
+		dst  *[]float32
+		name string
+	}
+	matRef struct {
+		dst  **matrix
+		name string
+	}
+)
+
+// newSpecLoader is a loader of the tensors specs lists.
+func newSpecLoader(w Weights, specs []TensorSpec) *loader {
+	l := &loader{w: w, specs: make(map[string]TensorSpec, len(specs))}
+	for _, s := range specs {
 		l.specs[s.Name] = s
 	}
-	m := &Model{cfg: cfg, threads: threads}
+	return l
+}
+
+// loadRWKVModel reads the token embedding and the vectors and matrices
+// named, the ones common to RWKV-6 and RWKV-7 first.
+func loadRWKVModel(cfg *Config, w Weights, threads int, specs []TensorSpec, m *Model, vecs []vecRef, mats []matRef) (*Model, error) {
+	l := newSpecLoader(w, specs)
+	m.cfg, m.threads = cfg, threads
 	var err error
-	vec := func(dst *[]float32, name string) {
-		if err == nil {
-			*dst, err = l.vec(name)
-		}
-	}
-	mat := func(dst **matrix, name string) {
-		if err == nil {
-			*dst, err = l.mat(name)
-		}
-	}
 	if m.tokEmbd, err = l.tensor("token_embd.weight"); err != nil {
 		return nil, err
 	}
-	vec(&m.tokNorm, "token_embd_norm.weight")
-	vec(&m.tokNormB, "token_embd_norm.bias")
-	vec(&m.outNorm, "output_norm.weight")
-	vec(&m.outNormB, "output_norm.bias")
-	mat(&m.output, "output.weight")
-	m.rwkv = make([]rwkv7Layer, cfg.Layers)
-	for il := range m.rwkv {
-		ly := &m.rwkv[il]
-		b := func(s string) string { return fmt.Sprintf("blk.%d.%s.weight", il, s) }
-		for _, v := range []struct {
-			dst  *[]float32
-			name string
-		}{{&ly.attnNorm, b("attn_norm")}, {&ly.attnNormB, fmt.Sprintf("blk.%d.attn_norm.bias", il)},
-			{&ly.ffnNorm, b("attn_norm_2")}, {&ly.ffnNormB, fmt.Sprintf("blk.%d.attn_norm_2.bias", il)},
-			{&ly.w0, b("time_mix_w0")}, {&ly.a0, b("time_mix_a0")}, {&ly.v0, b("time_mix_v0")},
-			{&ly.kK, b("time_mix_k_k")}, {&ly.kA, b("time_mix_k_a")}, {&ly.rK, b("time_mix_r_k")},
-			{&ly.lnX, b("time_mix_ln")}, {&ly.lnXB, fmt.Sprintf("blk.%d.time_mix_ln.bias", il)},
-			{&ly.lerp, b("time_mix_lerp_fused")}, {&ly.cmLerpK, b("channel_mix_lerp_k")}} {
-			vec(v.dst, v.name)
-		}
-		for _, v := range []struct {
-			dst  **matrix
-			name string
-		}{{&ly.w1, b("time_mix_w1")}, {&ly.w2, b("time_mix_w2")}, {&ly.a1, b("time_mix_a1")}, {&ly.a2, b("time_mix_a2")},
-			{&ly.v1, b("time_mix_v1")}, {&ly.v2, b("time_mix_v2")}, {&ly.g1, b("time_mix_g1")}, {&ly.g2, b("time_mix_g2")},
-			{&ly.key, b("time_mix_key")}, {&ly.value, b("time_mix_value")}, {&ly.recept, b("time_mix_receptance")},
-			{&ly.out, b("time_mix_output")}, {&ly.cmKey, b("channel_mix_key")}, {&ly.cmVal, b("channel_mix_value")}} {
-			mat(v.dst, v.name)
-		}
-		if err != nil {
+	vecs = append([]vecRef{{&m.tokNorm, "token_embd_norm.weight"}, {&m.tokNormB, "token_embd_norm.bias"},
+		{&m.outNorm, "output_norm.weight"}, {&m.outNormB, "output_norm.bias"}}, vecs...)
+	mats = append([]matRef{{&m.output, "output.weight"}}, mats...)
+	for _, v := range vecs {
+		if *v.dst, err = l.vec(v.name); err != nil {
 			return nil, err
 		}
 	}
-	if err != nil {
-		return nil, err
+	for _, v := range mats {
+		if *v.dst, err = l.mat(v.name); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
+}
+
+// loadRWKV7 reads an RWKV-7 model's tensors (shapes checked by l).
+func loadRWKV7(cfg *Config, w Weights, threads int) (*Model, error) {
+	m := &Model{rwkv: make([]rwkv7Layer, cfg.Layers)}
+	var vecs []vecRef
+	var mats []matRef
+	for il := range m.rwkv {
+		ly := &m.rwkv[il]
+		b := func(s string) string { return fmt.Sprintf("blk.%d.%s", il, s) }
+		vecs = append(vecs, []vecRef{{&ly.attnNorm, b("attn_norm.weight")}, {&ly.attnNormB, b("attn_norm.bias")},
+			{&ly.ffnNorm, b("attn_norm_2.weight")}, {&ly.ffnNormB, b("attn_norm_2.bias")},
+			{&ly.w0, b("time_mix_w0.weight")}, {&ly.a0, b("time_mix_a0.weight")}, {&ly.v0, b("time_mix_v0.weight")},
+			{&ly.kK, b("time_mix_k_k.weight")}, {&ly.kA, b("time_mix_k_a.weight")}, {&ly.rK, b("time_mix_r_k.weight")},
+			{&ly.lnX, b("time_mix_ln.weight")}, {&ly.lnXB, b("time_mix_ln.bias")},
+			{&ly.lerp, b("time_mix_lerp_fused.weight")}, {&ly.cmLerpK, b("channel_mix_lerp_k.weight")}}...)
+		mats = append(mats, []matRef{{&ly.w1, b("time_mix_w1.weight")}, {&ly.w2, b("time_mix_w2.weight")},
+			{&ly.a1, b("time_mix_a1.weight")}, {&ly.a2, b("time_mix_a2.weight")}, {&ly.v1, b("time_mix_v1.weight")},
+			{&ly.v2, b("time_mix_v2.weight")}, {&ly.g1, b("time_mix_g1.weight")}, {&ly.g2, b("time_mix_g2.weight")},
+			{&ly.key, b("time_mix_key.weight")}, {&ly.value, b("time_mix_value.weight")},
+			{&ly.recept, b("time_mix_receptance.weight")}, {&ly.out, b("time_mix_output.weight")},
+			{&ly.cmKey, b("channel_mix_key.weight")}, {&ly.cmVal, b("channel_mix_value.weight")}}...)
+	}
+	return loadRWKVModel(cfg, w, threads, cfg.rwkv7Tensors(), m, vecs, mats)
 }
 
 // rwkvState is a session's recurrent state: per layer the two token

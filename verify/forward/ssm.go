@@ -155,10 +155,7 @@ type ssmLayer struct {
 
 // loadSSM reads a Mamba model's tensors (shapes checked by l).
 func loadSSM(cfg *Config, w Weights, threads int) (*Model, error) {
-	l := &loader{w: w, specs: map[string]TensorSpec{}}
-	for _, s := range cfg.ssmTensors() {
-		l.specs[s.Name] = s
-	}
+	l := newSpecLoader(w, cfg.ssmTensors())
 	m := &Model{cfg: cfg, threads: threads}
 	var err error
 	vec := func(dst *[]float32, name string) {
