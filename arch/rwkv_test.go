@@ -58,11 +58,7 @@ func TestRWKVConfigs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := New(parseHParams(t, tc.config), t.TempDir())
-			var kvs []gguf.KV
-			if err == nil {
-				kvs, err = m.Params(gguf.FileTypeAllF32)
-			}
+			_, got, err := configParams(t, tc.config, t.TempDir())
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want one containing %q", err, tc.err)
@@ -72,10 +68,6 @@ func TestRWKVConfigs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := map[string]gguf.Value{}
-			for _, kv := range kvs {
-				got[kv.Key] = kv.Value
-			}
 			for k, v := range tc.kv {
 				if g, ok := got[k]; !ok || !g.Equal(v) {
 					t.Errorf("%s = %v, want %v", k, g, v)
@@ -83,4 +75,20 @@ func TestRWKVConfigs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// configParams builds the plugin of a config.json in dir and returns it and its
+// metadata (at F32) by key.
+func configParams(t *testing.T, config, dir string) (Model, map[string]gguf.Value, error) {
+	t.Helper()
+	m, err := New(parseHParams(t, config), dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	kvs, err := m.Params(gguf.FileTypeAllF32)
+	got := map[string]gguf.Value{}
+	for _, kv := range kvs {
+		got[kv.Key] = kv.Value
+	}
+	return m, got, err
 }
