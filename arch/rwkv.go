@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/readers"
 )
 
 func init() {
@@ -253,7 +254,14 @@ func (m *rwkv6) Modify(in Input, bid int) ([]Output, error) {
 				return nil, fmt.Errorf("%w: rescale_every %d: 2^%d is past float32", ErrConfig, every, e)
 			}
 			scale := float32(math.Ldexp(1, -int(e)))
-			fs = append(fs, elementwise(func(v float32) float32 { return v * scale }))
+			fs = append(fs, elementwise(func(v float32) float32 {
+				if in.DType == readers.F16 {
+					// An F16 tensor is divided in F16 (addOne's note): a
+					// quotient below F16's normal range is rounded.
+					return roundF16(v * scale)
+				}
+				return v * scale
+			}))
 		}
 	}
 	if m.qwen2 && (strings.Contains(gname, "time_mix_w1") || strings.Contains(gname, "time_mix_w2")) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/readers"
 )
 
 // TestRWKVConfigs: the RWKV classes' derived hyperparameters (RWKV-7's
@@ -91,4 +92,31 @@ func configParams(t *testing.T, config, dir string) (Model, map[string]gguf.Valu
 		got[kv.Key] = kv.Value
 	}
 	return m, got, err
+}
+
+// TestRWKV6RescaleF16: the output of block 2 (rescale_every 1) is divided
+// by 4 in the source's F16, as the converter divides it (an F16 run
+// against llama.cpp's conversion at f32 is byte-identical only so), and in
+// float32 for a BF16 source.
+func TestRWKV6RescaleF16(t *testing.T) {
+	m, _, err := configParams(t, `{"architectures": ["Rwkv6ForCausalLM"], "hidden_size": 4, "head_size": 4, `+
+		`"layer_norm_epsilon": 1e-5, "rescale_every": 1, "num_hidden_layers": 3, "intermediate_size": 8}`, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := float32(0x1.004p-13) // 2^-15 after the division: an F16 subnormal, whose last bit is lost
+	for _, tc := range []struct {
+		dt   readers.DType
+		want float32
+	}{{readers.F16, 0x1p-15}, {readers.BF16, 0x1.004p-15}} {
+		in := Input{Name: "rwkv.blocks.2.attention.output.weight", Source: "rwkv.blocks.2.attention.output.weight", Shape: []int64{1, 1}, DType: tc.dt}
+		outs, err := m.Modify(in, 2)
+		if err != nil || len(outs) != 1 || outs[0].Build == nil {
+			t.Fatalf("%v: outputs %+v, err %v", tc.dt, outs, err)
+		}
+		got, err := outs[0].Build([][]float32{{v}})
+		if err != nil || got[0] != tc.want {
+			t.Errorf("%v: %x (err %v), want %x", tc.dt, got, err, tc.want)
+		}
+	}
 }
