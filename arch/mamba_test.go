@@ -60,11 +60,7 @@ func TestMambaConfigs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := New(parseHParams(t, tc.config), ssmDir(t))
-			var kvs []gguf.KV
-			if err == nil {
-				kvs, err = m.Params(gguf.FileTypeAllF32)
-			}
+			m, got, err := configParams(t, tc.config, ssmDir(t))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want one containing %q", err, tc.err)
@@ -76,10 +72,6 @@ func TestMambaConfigs(t *testing.T) {
 			}
 			if n, _ := m.(VocabSizer).VocabSize(); n != tc.vocab {
 				t.Errorf("vocabulary size %d, want %d", n, tc.vocab)
-			}
-			got := map[string]gguf.Value{}
-			for _, kv := range kvs {
-				got[kv.Key] = kv.Value
 			}
 			for k, v := range tc.kv {
 				if g, ok := got[k]; !ok || !g.Equal(v) {

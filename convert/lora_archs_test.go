@@ -16,9 +16,10 @@ import (
 var mlaRefused = map[string]bool{"dsv2lite": true, "dsv3": true, "dsv3fp8": true, "glm47flash": true}
 
 // scaledRefused are the fixtures whose converter scales weights by a
-// constant (Falcon-H1's μP multipliers): convert_lora_to_gguf.py follows a
+// constant (Falcon-H1's μP multipliers, RWKV-6's 2^-(layer / rescale_every)
+// on the output and channel-mix value): convert_lora_to_gguf.py follows a
 // scale on lora_b; ggufkit's row mapping does not yet, and refuses.
-var scaledRefused = map[string]bool{"falconh1": true}
+var scaledRefused = map[string]bool{"falconh1": true, "rwkv6": true, "rwkv6f16": true}
 
 // TestLoRAEveryFixture adapts every 2-D weight of every convert fixture
 // (rank 2) and converts the adapter: each architecture converts, except

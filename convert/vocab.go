@@ -30,6 +30,7 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabErnie4_5:      load.Ernie4_5,
 	arch.VocabXLMRoberta:    load.XLMRoberta,
 	arch.VocabRoberta:       load.Roberta,
+	arch.VocabRWKVWorld:     load.RWKVWorld,
 }
 
 // vocab returns the tokenizer metadata (set_vocab).

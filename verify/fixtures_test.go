@@ -74,6 +74,10 @@ func TestFixtures(t *testing.T) {
 		{"mamba", "A selective scan over the prompt"},
 		{"falconmamba", "Normalised time steps, B and C"},
 		{"mamba2", "Once upon a time there was"},
+		{"rwkv7", "Hello world and the quick brown fox"},
+		{"rwkv7fla", "The quick brown fox and the world"},
+		{"rwkv6", "Hello world, the quick brown fox"},
+		{"rwkv6qwen2", "Once upon a time there was"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

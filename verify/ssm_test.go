@@ -9,8 +9,8 @@ import (
 	"github.com/ggufkit/ggufkit/gguf"
 )
 
-// TestBrokenSSM breaks the F32 conversions of the mamba and mamba2
-// fixtures the way a converter could and shows verify fails each against
+// TestBrokenSSM breaks the F32 conversions of the mamba, mamba2, rwkv6,
+// rwkv6qwen2 and rwkv7 fixtures the way a converter could and shows verify fails each against
 // the correct file, with a problem naming what differs.
 func TestBrokenSSM(t *testing.T) {
 	tests := []struct {
@@ -39,6 +39,23 @@ func TestBrokenSSM(t *testing.T) {
 		{"mamba", "wrong conv kernel size", func(t *testing.T, m *model) {
 			m.setKV("mamba.ssm.conv_kernel", gguf.Uint32(3))
 		}, CheckTensors, "blk.0.ssm_conv1d.weight", "mamba expects [3 16]"},
+		{"rwkv7", "time-mix key and value swapped", func(t *testing.T, m *model) {
+			k, v := m.tensor(t, "blk.1.time_mix_key.weight"), m.tensor(t, "blk.1.time_mix_value.weight")
+			k.data, v.data = v.data, k.data
+		}, CheckReference, "blk.1.time_mix_key.weight", ""},
+		{"rwkv6", "decay of two blocks swapped", func(t *testing.T, m *model) {
+			a, b := m.tensor(t, "blk.0.time_mix_decay.weight"), m.tensor(t, "blk.1.time_mix_decay.weight")
+			a.data, b.data = b.data, a.data
+		}, CheckReference, "blk.0.time_mix_decay.weight", ""},
+		{"rwkv6", "wrong rescaling", func(t *testing.T, m *model) {
+			m.setKV("rwkv6.rescale_every_n_layers", gguf.Uint32(2))
+		}, CheckReference, "rwkv6.rescale_every_n_layers", "uint32(2), reference uint32(1)"},
+		{"rwkv6qwen2", "wrong key/value head count", func(t *testing.T, m *model) {
+			m.setKV("rwkv6qwen2.attention.head_count_kv", gguf.Uint32(1))
+		}, CheckTensors, "blk.0.time_mix_key.weight", "rwkv6qwen2 expects [32 8]"},
+		{"rwkv7", "wrong head size", func(t *testing.T, m *model) {
+			m.setKV("rwkv7.wkv.head_size", gguf.Uint32(32))
+		}, CheckReference, "rwkv7.wkv.head_size", "uint32(32), reference uint32(16)"},
 		{"mamba2", "wrong ssm_d_state", func(t *testing.T, m *model) {
 			m.setKV("mamba2.ssm.state_size", gguf.Uint32(16))
 		}, CheckReference, "mamba2.ssm.state_size", "uint32(16), reference uint32(8)"},

@@ -1120,6 +1120,8 @@ FIXTURES["seedoss"] = dict(
 #                          way), or False for none; default: computed from this fixture's folder;
 #   logits_config(spec)    the transformers config to load the folder with when its config.json is the
 #                          remote code's (keys transformers does not read);
+#   logits_fn(root, spec, ids), prompt  our own reference forward pass (a remote-code model transformers has no
+#                          class for) giving the logits of prompt["ids"], instead of transformers';
 import glob as _glob
 for _fn in sorted(_glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "*.py"))):
     with open(_fn, encoding="utf-8") as _f:
@@ -1167,10 +1169,13 @@ def init_weights(model, seed, norm_mode):
 
 
 def install_tokenizers(shared, out):
-    """Copy each tokenizer once into <out>/tokenizers/<name>/."""
+    """Copy each tokenizer once into <out>/tokenizers/<name>/ (or write it: an entry's make(dst))."""
     for name, spec in TOKENIZERS.items():
         dst = os.path.join(out, "tokenizers", name)
         os.makedirs(dst, exist_ok=True)
+        if spec.get("make"):
+            spec["make"](dst)
+            continue
         for f in spec["files"]:
             shutil.copyfile(os.path.join(shared, spec["from"], f),
                             os.path.join(dst, spec.get("rename", {}).get(f, f)))
@@ -1310,6 +1315,11 @@ def write_logits(out, name):
     spec = FIXTURES[name]
     root = os.path.join(out, name)
     tok = spec["tokenizer"]
+    if spec.get("logits_fn"):
+        # A remote-code model with our own reference forward pass (logits_fn(root, spec, ids) → [n, vocab]).
+        prompt = spec["prompt"]
+        full = spec["logits_fn"](root, spec, prompt["ids"]).numpy()
+        return write_logits_file(root, spec, prompt, "logits", full)
     prompt = check_prompt(os.path.join(out, "tokenizers", tok), tok)
     with tempfile.TemporaryDirectory() as tmp:
         d = os.path.join(tmp, name)
@@ -1332,6 +1342,12 @@ def write_logits(out, name):
         kind = "logits"
         # a sequence classifier's logits are one row of scores per sequence
         full = (res.logits if res.logits.ndim == 2 else res.logits[0]).float().numpy()
+    scores = res.logits[0].float().numpy() if spec.get("encoder") == "rank" else None
+    write_logits_file(root, spec, prompt, kind, full, scores)
+
+
+def write_logits_file(root, spec, prompt, kind, full, scores=None):
+    """logits.f32 + logits.json of a fixture from the full [n, width] output."""
     full = np.ascontiguousarray(full, dtype="<f4")
     n, width = full.shape
     if kind == "logits" and width > FULL_LOGITS_MAX_VOCAB:
@@ -1365,7 +1381,13 @@ def write_logits(out, name):
         elif pool == "mean":
             info["pooled"] = [float(v) for v in full.astype(np.float64).mean(axis=0).astype(np.float32)]
         elif pool == "rank":
-            info["pooled"] = [float(v) for v in res.logits[0].float().numpy()]
+            info["pooled"] = [float(v) for v in scores]
+    if spec.get("logits_fn"):
+        info["computed_with"] = OrderedDict([
+            ("torch", torch.__version__),
+            ("load", "%s (ours, float64, from the math of llama.cpp's graph)" % spec["logits_fn"].__name__)])
+        write_json(os.path.join(root, "logits.json"), info)
+        return
     info["computed_with"] = OrderedDict([
         ("transformers", transformers.__version__), ("torch", torch.__version__),
         ("load", "%s.from_pretrained(folder, dtype=torch.float32, attn_implementation='eager'%s)"

@@ -145,6 +145,14 @@ func TestHostileFolder(t *testing.T) {
 		{"Phi-3 added token past vocab_size", map[string]string{"tokenizer.model": string(spmPiece("<unk>", 2)), "tokenizer_config.json": `{"tokenizer_class":"LlamaTokenizer","added_tokens_decoder":{"70000":{"content":"x"}}}`}, load.Phi3, load.Options{}, load.ErrFormat, "id 70000"},
 		{"SentencePiece garbage", map[string]string{"tokenizer.model": "\x0a\xff"}, load.SentencePiece, load.Options{}, load.ErrFormat, "tokenizer.model"},
 		{"T5 without a model", map[string]string{"tokenizer.json": bpe}, load.T5, load.Options{}, load.ErrNotFound, "spiece.model"},
+		{"RWKV without a vocabulary", map[string]string{"tokenizer.json": bpe}, load.RWKVWorld, load.Options{}, load.ErrNotFound, "rwkv_vocab_v20230424.txt"},
+		{"RWKV line of 2 fields", map[string]string{"rwkv_vocab_v20230424.txt": "1 'a' 1\n2 'b'\n"}, load.RWKVWorld, load.Options{}, load.ErrFormat, "line 2"},
+		{"RWKV wrong byte length", map[string]string{"rwkv_vocab_v20230424.txt": "1 '\\xe9' 1\n"}, load.RWKVWorld, load.Options{}, load.ErrFormat, "2 bytes"},
+		{"RWKV bytes literal not ASCII", map[string]string{"rwkv_vocab_v20230424.txt": "1 b'\xc3\xa9' 2\n"}, load.RWKVWorld, load.Options{}, load.ErrFormat, "ASCII"},
+		{"RWKV not a literal", map[string]string{"rwkv_vocab_v20230424.txt": "1 257 3\n"}, load.RWKVWorld, load.Options{}, load.ErrFormat, "literal"},
+		{"RWKV invalid UTF-8", map[string]string{"rwkv_vocab_v20230424.txt": "1 '\xff' 1\n"}, load.RWKVWorld, load.Options{}, load.ErrFormat, "UTF-8"},
+		{"RWKV more tokens than vocab_size", map[string]string{"rwkv_vocab_v20230424.txt": "1 'a' 1\n2 'b' 1\n"}, load.RWKVWorld, load.Options{VocabSize: 2}, load.ErrFormat, "vocab_size 2"},
+		{"RWKV hostile vocab_size", map[string]string{"rwkv_vocab_v20230424.txt": "1 'a' 1\n"}, load.RWKVWorld, load.Options{VocabSize: 1 << 40}, load.ErrTooLarge, "vocab_size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

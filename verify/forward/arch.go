@@ -679,7 +679,7 @@ var archs = map[string]*archInfo{
 }
 
 func archNames() string {
-	names := []string{"gemma4", "mamba", "mamba2"} // gemma4.go, ssm.go
+	names := []string{"gemma4", "mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7"} // gemma4.go, ssm.go, rwkv6.go, rwkv7.go
 	for n := range archs {
 		names = append(names, n)
 	}
@@ -1444,6 +1444,12 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 	}
 	if c.ssm != nil {
 		return c.ssmTensors()
+	}
+	if c.rwkv != nil && c.rwkv.v6 {
+		return c.rwkv6Tensors()
+	}
+	if c.rwkv != nil {
+		return c.rwkv7Tensors()
 	}
 	var out []TensorSpec
 	add := func(name string, optional bool, dims ...dim) {

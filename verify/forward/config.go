@@ -151,6 +151,8 @@ type Config struct {
 	g3n *gemma3nConfig
 	// ssm holds mamba's and mamba2's state-space sizes (ssm.go).
 	ssm *ssmConfig
+	// rwkv holds rwkv6's and rwkv7's sizes (rwkv7.go).
+	rwkv *rwkvConfig
 }
 
 // kvReader reads keys with llama.cpp's type rules (llama_model_loader::get_key
@@ -293,6 +295,9 @@ func ParseConfig(md Metadata) (*Config, error) {
 	}
 	if ssmArch(r.arch) {
 		return parseSSM(r)
+	}
+	if r.arch == "rwkv6" || r.arch == "rwkv6qwen2" || r.arch == "rwkv7" {
+		return parseRWKV(r)
 	}
 	a, ok := archs[r.arch]
 	if !ok {

@@ -5,8 +5,9 @@
 // the attention + MLP/MoE families olmoe, granite, granitemoe, ernie4_5,
 // ernie4_5-moe, minimax-m2, dots1, hunyuan-dense, arcee, exaone4, smollm3 and
 // seed_oss (arch_attnmoe.go), and olmo, olmo2, command-r, phi2, stablelm,
-// falcon, starcoder, chatglm and gemma3n, and the state-space models mamba
-// and mamba2 (ssm.go) (src/models/*.cpp of llama.cpp commit 0c1e570), so
+// falcon, starcoder, chatglm and gemma3n, the state-space models mamba
+// and mamba2 (ssm.go) and the recurrent rwkv6, rwkv6qwen2 and rwkv7 (rwkv6.go,
+// rwkv7.go) (src/models/*.cpp of llama.cpp commit 0c1e570), so
 // that verify can run a GGUF and its source side by side. vision.go runs the
 // vision towers of multimodal projector files (tools/mtmd/models/*.cpp:
 // Gemma 3, Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Pixtral / Mistral 3) on a

@@ -48,6 +48,11 @@ type Model struct {
 	g3n *gemma3nWeights
 	// ssm holds mamba's and mamba2's blocks (ssm.go) instead of layers.
 	ssm []ssmLayer
+	// rwkv and rwkv6 hold rwkv7's and rwkv6's blocks (rwkv7.go, rwkv6.go)
+	// instead of layers, tokNorm and tokNormB their embedding norm.
+	rwkv              []rwkv7Layer
+	rwkv6             []rwkv6Layer
+	tokNorm, tokNormB []float32
 }
 
 // layer holds one block's weights; nil means the model has no such tensor.
@@ -179,6 +184,12 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 	}
 	if cfg.ssm != nil {
 		return loadSSM(cfg, w, threads)
+	}
+	if cfg.rwkv != nil && cfg.rwkv.v6 {
+		return loadRWKV6(cfg, w, threads)
+	}
+	if cfg.rwkv != nil {
+		return loadRWKV7(cfg, w, threads)
 	}
 	l := &loader{w: w, specs: map[string]TensorSpec{}}
 	for _, s := range cfg.ExpectedTensors(func(name string) bool { _, ok := w.Tensor(name); return ok }) {

@@ -22,15 +22,19 @@ type Session struct {
 	factors  []float32   // RoPE frequency factors in use, or nil
 	bufs     [][]float32 // per-worker scratch
 	ssm      *ssmState   // the recurrent state of mamba and mamba2 (ssm.go)
+	rwkv     *rwkvState  // the recurrent state of rwkv6 and rwkv7 (rwkv7.go)
 	mm       mulScratch  // the products' unpacked rows and converted inputs (matmul.go)
 }
 
 // NewSession prepares a session for up to capacity tokens.
 func (m *Model) NewSession(capacity int) (*Session, error) {
 	c := m.cfg
-	if c.ssm != nil {
+	if c.ssm != nil || c.rwkv != nil {
 		if capacity <= 0 {
 			return nil, fmt.Errorf("%w: context of %d tokens", ErrUnsupported, capacity)
+		}
+		if c.rwkv != nil {
+			return &Session{m: m, capacity: capacity, rwkv: newRWKVState(c)}, nil
 		}
 		return &Session{m: m, capacity: capacity, ssm: newSSMState(c)}, nil
 	}
@@ -77,6 +81,9 @@ func (s *Session) Truncate(n int) {
 		s.n = n
 		if s.ssm != nil {
 			s.ssm.stale = true
+		}
+		if s.rwkv != nil {
+			s.rwkv.stale = true
 		}
 	}
 }
@@ -147,6 +154,10 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 		}
 	case m.ssm != nil:
 		if err := s.evalSSM(ctx, tokens, x); err != nil {
+			return nil, err
+		}
+	case m.rwkv != nil || m.rwkv6 != nil:
+		if err := s.evalRWKV(ctx, tokens, x); err != nil {
 			return nil, err
 		}
 	case m.g3n != nil:

@@ -155,10 +155,7 @@ type ssmLayer struct {
 
 // loadSSM reads a Mamba model's tensors (shapes checked by l).
 func loadSSM(cfg *Config, w Weights, threads int) (*Model, error) {
-	l := &loader{w: w, specs: map[string]TensorSpec{}}
-	for _, s := range cfg.ssmTensors() {
-		l.specs[s.Name] = s
-	}
+	l := newSpecLoader(w, cfg.ssmTensors())
 	m := &Model{cfg: cfg, threads: threads}
 	var err error
 	vec := func(dst *[]float32, name string) {
@@ -210,10 +207,36 @@ func loadSSM(cfg *Config, w Weights, threads int) (*Model, error) {
 // rebuild the state after a Truncate).
 type ssmState struct {
 	conv, scan [][]float32
-	tokens     []int
-	// stale is set when the session was cut back: the state belongs to
-	// a longer sequence than s.n.
-	stale bool
+	replayLog
+}
+
+// replayLog is the part of a recurrent state that lets a session rebuild
+// it after a Truncate: the tokens evaluated, and whether the state belongs
+// to a longer sequence than the session's.
+type replayLog struct {
+	tokens []int
+	stale  bool
+}
+
+// rebuild, when the state is stale, calls reset and re-evaluates the kept
+// tokens (the first n) from their embeddings through eval.
+func (r *replayLog) rebuild(ctx context.Context, s *Session, reset func(), eval func(context.Context, []int, [][]float32) error) error {
+	if !r.stale {
+		return nil
+	}
+	reset()
+	kept := r.tokens[:s.n]
+	r.tokens, r.stale = nil, false
+	if len(kept) == 0 {
+		return nil
+	}
+	h := rows(len(kept), s.m.cfg.Embd)
+	for t, id := range kept {
+		if err := s.m.tokEmbd.ReadRows(id, 1, h[t]); err != nil {
+			return fmt.Errorf("token_embd.weight row %d: %w", id, err)
+		}
+	}
+	return eval(ctx, kept, h)
 }
 
 func newSSMState(c *Config) *ssmState {
@@ -237,22 +260,8 @@ func (st *ssmState) reset() {
 // place, after rebuilding a stale state from the kept tokens.
 func (s *Session) evalSSM(ctx context.Context, tokens []int, x [][]float32) error {
 	st := s.ssm
-	if st.stale {
-		st.reset()
-		kept := st.tokens[:s.n]
-		st.tokens = nil
-		st.stale = false
-		if len(kept) > 0 {
-			h := rows(len(kept), s.m.cfg.Embd)
-			for t, id := range kept {
-				if err := s.m.tokEmbd.ReadRows(id, 1, h[t]); err != nil {
-					return fmt.Errorf("token_embd.weight row %d: %w", id, err)
-				}
-			}
-			if err := s.evalSSM(ctx, kept, h); err != nil {
-				return err
-			}
-		}
+	if err := st.rebuild(ctx, s, st.reset, s.evalSSM); err != nil {
+		return err
 	}
 	for il := range s.m.ssm {
 		if err := s.ssmBlock(ctx, il, x); err != nil {
