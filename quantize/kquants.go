@@ -358,22 +358,23 @@ func putScaleMinK4(j int, q *[12]byte, ls, lm uint8) {
 // MIN(63, ·) that only the Q5_K impl has.
 func fitK4(x *[qkK]float32, qw []float32, nmax int, L *[qkK]uint8, dm *[4]byte, sc *[12]byte, clampImpl bool) {
 	var w, mins, scales [8]float32
-	var wt [32]float32
-	var Laux [32]uint8
+	var wt [8][qkxVec]float32
 	if qw == nil {
 		// _ref: weights av_x + |x| with av_x the RMS of the sub-block.
 		rmin, nstep := float32(-1), 20
 		if nmax == 31 {
 			rmin, nstep = -0.5, 15
 		}
-		var maxScale, maxMin float32
 		for j := range 8 {
 			xs := x[32*j : 32*j+32]
 			avx := sqrt32(float32(sumSquares(xs) / 32))
 			for l, v := range xs {
-				wt[l] = avx + abs32(v)
+				wt[j][l] = avx + abs32(v)
 			}
-			scales[j], mins[j] = makeQKXQuants(nmax, xs, wt[:], L[32*j:], Laux[:], rmin, 0.1, nstep, false)
+		}
+		qkxSearch8(nmax, x, &wt, L, rmin, 0.1, nstep, &scales, &mins)
+		var maxScale, maxMin float32
+		for j := range 8 {
 			maxScale = max32(maxScale, scales[j])
 			maxMin = max32(maxMin, mins[j])
 		}
@@ -399,9 +400,9 @@ func fitK4(x *[qkK]float32, qw []float32, nmax int, L *[qkK]uint8, dm *[4]byte, 
 	sigma2 := float32(float32(2*sumSquares(x[:])) / qkK)
 	for j := range 8 {
 		xs := x[32*j : 32*j+32]
-		w[j] = imatrixWeights(wt[:], xs, qw[32*j:], sigma2)
-		scales[j], mins[j] = makeQKXQuants(nmax, xs, wt[:], L[32*j:], Laux[:], -0.9, 0.05, 36, false)
+		w[j] = imatrixWeights(wt[j][:], xs, qw[32*j:], sigma2)
 	}
+	qkxSearch8(nmax, x, &wt, L, -0.9, 0.05, 36, &scales, &mins)
 	var Ls, Lm [8]uint8
 	dBlock := makeQPQuants(63, scales[:], Ls[:], w[:])
 	mBlock := makeQPQuants(63, mins[:], Lm[:], w[:])

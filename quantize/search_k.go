@@ -64,9 +64,9 @@ const maxGroup = 32
 // the scale. The weights are qw, or x² when qw is nil. The scale search
 // tries 19 inverse scales around -nmax/max (max = the value of largest
 // magnitude, first one wins) and keeps the one with the best weighted
-// least-squares fit. makeQXQuantsGeneric is the plain Go form; with
-// GOEXPERIMENT=simd on amd64 makeQXQuants runs the trials on vectors
-// (simd_amd64.go), with the same result.
+// least-squares fit. makeQXQuantsGeneric is the plain Go form; on amd64
+// with AVX2 makeQXQuants runs the trials on vectors (search_amd64.go), with
+// the same result.
 //
 // Speed-ups of the plain form that keep ggml's result. A trial whose levels
 // equal those of the trial before it has the same sums, and then repeats
@@ -290,10 +290,9 @@ func makeQ3Quants(nmax int, x []float32, L []int8) float32 {
 // Speed-up that keeps ggml's result: a trial whose levels and min equal
 // those of the trial before it has the same sums, fit and error, which
 // cannot beat the best error again (it either is the best or lost to it),
-// so it is skipped. makeQKXQuantsGeneric is the plain Go form; with
-// GOEXPERIMENT=simd on amd64 makeQKXQuants runs the squared-error search
-// of 32 values on vectors (simd_amd64.go), with the same result.
-func makeQKXQuantsGeneric(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMAD bool) (scale, negMin float32) {
+// so it is skipped. qkxSearch8 runs the squared-error search of the eight
+// groups of a Q4_K or Q5_K super-block at once.
+func makeQKXQuants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMAD bool) (scale, negMin float32) {
 	n := len(x)
 	weights, L, Laux = weights[:n], L[:n], Laux[:n]
 	minv, maxv, sumW, sumX, scale, bestErr, done := qkxStart(nmax, x, weights, L, useMAD)
@@ -337,6 +336,23 @@ func makeQKXQuantsGeneric(nmax int, x, weights []float32, L, Laux []uint8, rmin,
 		}
 	}
 	return scale, -minv
+}
+
+// qkxVec is the group length of qkxSearch8 (Q4_K's and Q5_K's sub-blocks).
+const qkxVec = 32
+
+// qkxMaxTrials bounds nstep+1 for qkxSearch8's vector form: Q4_K and Q5_K
+// with weights take 37 trials, the most of any caller.
+const qkxMaxTrials = 37
+
+// qkxSearch8Generic is qkxSearch8 in plain Go: makeQKXQuants with the
+// squared error on each of the eight groups of 32 of x, with weights w.
+func qkxSearch8Generic(nmax int, x *[qkK]float32, w *[8][qkxVec]float32, L *[qkK]uint8, rmin, rdelta float32, nstep int, scales, mins *[8]float32) {
+	var Laux [qkxVec]uint8
+	for j := range 8 {
+		xs := x[qkxVec*j : qkxVec*(j+1)]
+		scales[j], mins[j] = makeQKXQuants(nmax, xs, w[j][:], L[qkxVec*j:], Laux[:], rmin, rdelta, nstep, false)
+	}
 }
 
 // qkxStart is makeQKXQuants up to its loop over the inverse scales: the

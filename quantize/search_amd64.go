@@ -1,0 +1,135 @@
+//go:build !purego
+
+package quantize
+
+import "golang.org/x/sys/cpu"
+
+// The amd64 kernels of the scale searches (search_amd64.s); the purego
+// build tag turns them off, and search_amd64_test.go checks them against
+// the Go forms. None uses a fused multiply-add: each product is its own
+// VMULPS, rounded to float32 as ggml's separate * and + are.
+
+//go:noescape
+func qxTrialsAVX2(x, w, wx *float32, n int, iscale *[24]float32, lohi *[2]float32, sums *[48]float32)
+
+//go:noescape
+func qkx8AVX2(s *qkx8State, nums *float32, ntrials int, nmax float32) bool
+
+// useAVX2 selects the vector kernels.
+var useAVX2 = cpu.X86.HasAVX2
+
+func makeQXQuants(nmax int, x []float32, L []int8, qw []float32) float32 {
+	if !useAVX2 || len(x) == 0 {
+		return makeQXQuantsGeneric(nmax, x, L, qw)
+	}
+	return makeQXQuantsAVX2(nmax, x, L, qw)
+}
+
+// makeQXQuantsAVX2 is makeQXQuants with the 19 trials side by side in the
+// lanes of three 8-float vectors (lane 0 ggml's first trial, -nmax/max,
+// lanes 1..18 its loop over is = -9..9 without 0, lanes 19..23 copies of
+// lane 18 that are never looked at). Each lane adds its sums over x in
+// ggml's index order, so each trial's sums are ggml's; the choice among the
+// trials then runs in ggml's order with ggml's comparisons.
+//
+// A level is RoundToEven(t) clamped to [-nmax, nmax-1]: nearest_int(t) is
+// t rounded to nearest even for |t| < 2^22, and here |t| ≤ nmax+1 since
+// |x| ≤ max and |iscale| ≤ (nmax+0.9)/max. Where t rounds to zero from
+// below the level is -0 instead of nearest_int's +0; its products are then
+// zeros too, and a sum that starts at +0 is not changed by adding a zero of
+// either sign, so the sums are the same.
+func makeQXQuantsAVX2(nmax int, x []float32, L []int8, qw []float32) float32 {
+	n := len(x)
+	L = L[:n]
+	maxv, amax := qxMax(x)
+	if amax < groupMaxEps {
+		clear(L)
+		return 0
+	}
+	var wbuf, wxbuf [maxGroup]float32
+	w, wx := qxWeights(x, qw, &wbuf, &wxbuf)
+	var iscale [24]float32
+	iscale[0] = float32(-nmax) / maxv
+	rest := qxIScales(nmax, maxv)
+	copy(iscale[1:19], rest[:])
+	for k := 19; k < 24; k++ {
+		iscale[k] = rest[17]
+	}
+	lohi := [2]float32{float32(-nmax), float32(nmax - 1)}
+	var sums [48]float32
+	qxTrialsAVX2(&x[0], &w[0], &wx[0], n, &iscale, &lohi, &sums)
+	sumlx, suml2 := sums[:24], sums[24:]
+	var scale float32
+	if suml2[0] != 0 {
+		scale = sumlx[0] / suml2[0]
+	}
+	best := float32(scale * sumlx[0])
+	chosen := 0
+	for k := 1; k < 19; k++ {
+		if suml2[k] > 0 && float32(sumlx[k]*sumlx[k]) > float32(best*suml2[k]) {
+			scale = sumlx[k] / suml2[k]
+			best = float32(scale * sumlx[k])
+			chosen = k
+		}
+	}
+	qxFill(L, x, iscale[chosen], nmax)
+	return scale
+}
+
+// qkx8State is qkx8AVX2's working set: the eight groups transposed (value
+// i of group j at [i][j]), the levels of the current trial and of the best
+// fit, and per group the min (of the best fit once one is accepted), max,
+// Σw, Σw·x, best error and scale.
+type qkx8State struct {
+	x, w, cur, best                        [qkxVec][8]float32
+	minv, maxv, sumW, sumX, bestErr, scale [8]float32
+}
+
+// qkxSearch8 is makeQKXQuants with the squared error on the eight groups of
+// 32 of a super-block: the levels go to L, the scales and -min to scales
+// and mins. With AVX2 the groups run side by side in the lanes of
+// qkx8AVX2; where the levels leave RoundToEven's exact range (a fitted min
+// close to the max) the super-block is searched again in plain Go.
+func qkxSearch8(nmax int, x *[qkK]float32, w *[8][qkxVec]float32, L *[qkK]uint8, rmin, rdelta float32, nstep int, scales, mins *[8]float32) {
+	var nums [qkxMaxTrials]float32
+	if !useAVX2 || nstep < 1 || nstep >= len(nums) {
+		qkxSearch8Generic(nmax, x, w, L, rmin, rdelta, nstep, scales, mins)
+		return
+	}
+	var s qkx8State
+	var done [8]bool
+	for j := range 8 {
+		xs, ws, Ls := x[qkxVec*j:qkxVec*(j+1)], w[j][:], L[qkxVec*j:qkxVec*(j+1)]
+		minv, maxv, sumW, sumX, scale, bestErr, isDone := qkxStart(nmax, xs, ws, Ls, false)
+		if isDone {
+			// A lane of zeros with a range of 1, whose results are dropped.
+			done[j] = true
+			scales[j], mins[j] = 0, -minv
+			s.maxv[j] = 1
+			continue
+		}
+		s.minv[j], s.maxv[j], s.sumW[j], s.sumX[j], s.bestErr[j], s.scale[j] = minv, maxv, sumW, sumX, bestErr, scale
+		for i, v := range xs {
+			s.x[i][j] = v
+			s.w[i][j] = ws[i]
+			s.best[i][j] = float32(Ls[i])
+		}
+	}
+	fnmax := float32(nmax)
+	for is := range nstep + 1 {
+		nums[is] = float32(rmin+float32(rdelta*float32(is))) + fnmax
+	}
+	if !qkx8AVX2(&s, &nums[0], nstep+1, fnmax) {
+		qkxSearch8Generic(nmax, x, w, L, rmin, rdelta, nstep, scales, mins)
+		return
+	}
+	for j := range 8 {
+		if done[j] {
+			continue
+		}
+		scales[j], mins[j] = s.scale[j], -s.minv[j]
+		for i := range qkxVec {
+			L[qkxVec*j+i] = uint8(s.best[i][j])
+		}
+	}
+}

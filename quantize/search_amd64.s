@@ -1,0 +1,217 @@
+//go:build !purego
+
+#include "textflag.h"
+
+DATA absmask<>+0(SB)/4, $0x7fffffff
+GLOBL absmask<>(SB), RODATA|NOPTR, $4
+
+DATA lim22<>+0(SB)/4, $0x4a800000 // 2^22
+GLOBL lim22<>(SB), RODATA|NOPTR, $4
+
+// func qxTrialsAVX2(x, w, wx *float32, n int, iscale *[24]float32, lohi *[2]float32, sums *[48]float32)
+//
+// The sums of make_qx_quants' trials, trial k in lane k of three 8-float
+// vectors (Y0-Y2 the inverse scales). For each value, in index order: the
+// level RoundToEven(iscale·x) clamped to [lo, hi], then sumlx += wx·l and
+// suml2 += (w·l)·l, each product its own VMULPS (no FMA), each sum its own
+// VADDPS. sums receives sumlx[24] then suml2[24].
+TEXT ·qxTrialsAVX2(SB), NOSPLIT, $0-56
+	MOVQ x+0(FP), SI
+	MOVQ w+8(FP), R8
+	MOVQ wx+16(FP), R9
+	MOVQ n+24(FP), CX
+	MOVQ iscale+32(FP), AX
+	MOVQ lohi+40(FP), BX
+	MOVQ sums+48(FP), DX
+	VMOVUPS      (AX), Y0
+	VMOVUPS      32(AX), Y1
+	VMOVUPS      64(AX), Y2
+	VBROADCASTSS (BX), Y3      // lo
+	VBROADCASTSS 4(BX), Y4     // hi
+	VXORPS       Y5, Y5, Y5    // sumlx, trials 0-7
+	VXORPS       Y6, Y6, Y6    // sumlx, trials 8-15
+	VXORPS       Y7, Y7, Y7    // sumlx, trials 16-23
+	VXORPS       Y8, Y8, Y8    // suml2, trials 0-7
+	VXORPS       Y9, Y9, Y9    // suml2, trials 8-15
+	VXORPS       Y10, Y10, Y10 // suml2, trials 16-23
+	XORQ         DI, DI
+
+qxloop:
+	VBROADCASTSS (SI)(DI*4), Y11 // x
+	VBROADCASTSS (R9)(DI*4), Y12 // wx
+	VBROADCASTSS (R8)(DI*4), Y13 // w
+
+	VMULPS   Y11, Y0, Y14
+	VROUNDPS $0, Y14, Y14
+	VMINPS   Y4, Y14, Y14
+	VMAXPS   Y3, Y14, Y14
+	VMULPS   Y14, Y12, Y15
+	VADDPS   Y15, Y5, Y5
+	VMULPS   Y14, Y13, Y15
+	VMULPS   Y14, Y15, Y15
+	VADDPS   Y15, Y8, Y8
+
+	VMULPS   Y11, Y1, Y14
+	VROUNDPS $0, Y14, Y14
+	VMINPS   Y4, Y14, Y14
+	VMAXPS   Y3, Y14, Y14
+	VMULPS   Y14, Y12, Y15
+	VADDPS   Y15, Y6, Y6
+	VMULPS   Y14, Y13, Y15
+	VMULPS   Y14, Y15, Y15
+	VADDPS   Y15, Y9, Y9
+
+	VMULPS   Y11, Y2, Y14
+	VROUNDPS $0, Y14, Y14
+	VMINPS   Y4, Y14, Y14
+	VMAXPS   Y3, Y14, Y14
+	VMULPS   Y14, Y12, Y15
+	VADDPS   Y15, Y7, Y7
+	VMULPS   Y14, Y13, Y15
+	VMULPS   Y14, Y15, Y15
+	VADDPS   Y15, Y10, Y10
+
+	INCQ DI
+	CMPQ DI, CX
+	JLT  qxloop
+
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y6, 32(DX)
+	VMOVUPS Y7, 64(DX)
+	VMOVUPS Y8, 96(DX)
+	VMOVUPS Y9, 128(DX)
+	VMOVUPS Y10, 160(DX)
+	VZEROUPPER
+	RET
+
+// Offsets in qkx8State: x, w, cur and best are [32][8]float32 (value i of
+// group j at [i][j]), then the per-group vectors.
+#define QX 0
+#define QW 1024
+#define QCUR 2048
+#define QBEST 3072
+#define QMIN 4096
+#define QMAX 4128
+#define QSUMW 4160
+#define QSUMX 4192
+#define QERR 4224
+#define QSCALE 4256
+
+// func qkx8AVX2(s *qkx8State, nums *float32, ntrials int, nmax float32) bool
+//
+// The trials of make_qkx2_quants (squared error) for eight groups of 32,
+// group j in lane j: each lane runs ggml's scalar operations in ggml's
+// order, every product its own VMULPS (no FMA), the quotients VDIVPS. Trial
+// is has the inverse scale nums[is]/(max - min), min being the lane's min
+// of the last accepted fit. The result is false when some iscale·(x-min)
+// was not below 2^22 in magnitude (or NaN), where RoundToEven is not
+// nearest_int; s is then not to be used.
+TEXT ·qkx8AVX2(SB), NOSPLIT, $0-33
+	MOVQ         s+0(FP), DI
+	MOVQ         nums+8(FP), SI
+	MOVQ         ntrials+16(FP), CX
+	VBROADCASTSS nmax+24(FP), Y15
+	VXORPS       Y14, Y14, Y14
+	VBROADCASTSS lim22<>(SB), Y13
+	VBROADCASTSS absmask<>(SB), Y12
+	VPCMPEQD     Y11, Y11, Y11 // all values in range so far
+
+trial:
+	VMOVUPS      QMIN(DI), Y9
+	VMOVUPS      QMAX(DI), Y0
+	VSUBPS       Y9, Y0, Y0    // max - min
+	VBROADCASTSS (SI), Y1
+	VDIVPS       Y0, Y1, Y10   // iscale
+	VXORPS       Y6, Y6, Y6    // sum_l
+	VXORPS       Y7, Y7, Y7    // sum_l2
+	VXORPS       Y8, Y8, Y8    // sum_xl
+	XORQ         AX, AX
+
+levels:
+	VMOVUPS  QX(DI)(AX*1), Y0
+	VSUBPS   Y9, Y0, Y1        // x - min
+	VMULPS   Y1, Y10, Y1       // t = iscale·(x - min)
+	VANDPS   Y12, Y1, Y2
+	VCMPPS   $0x11, Y13, Y2, Y2 // |t| < 2^22 (false for NaN)
+	VANDPS   Y2, Y11, Y11
+	VROUNDPS $0, Y1, Y1
+	VMINPS   Y15, Y1, Y1       // MIN(nmax, l)
+	VMAXPS   Y14, Y1, Y1       // MAX(0, l), +0 for -0
+	VMOVUPS  Y1, QCUR(DI)(AX*1)
+	VMULPS   QW(DI)(AX*1), Y1, Y2 // w·l
+	VADDPS   Y2, Y6, Y6
+	VMULPS   Y1, Y2, Y3        // w·l·l
+	VADDPS   Y3, Y7, Y7
+	VMULPS   Y0, Y2, Y3        // w·l·x
+	VADDPS   Y3, Y8, Y8
+	ADDQ     $32, AX
+	CMPQ     AX, $1024
+	JLT      levels
+
+	VMOVUPS QSUMW(DI), Y0
+	VMOVUPS QSUMX(DI), Y1
+	VMULPS  Y7, Y0, Y2         // sum_w·sum_l2
+	VMULPS  Y6, Y6, Y3         // sum_l·sum_l
+	VSUBPS  Y3, Y2, Y2         // D
+	VMULPS  Y8, Y0, Y3         // sum_w·sum_xl
+	VMULPS  Y6, Y1, Y4         // sum_x·sum_l
+	VSUBPS  Y4, Y3, Y3
+	VDIVPS  Y2, Y3, Y3         // this_scale
+	VMULPS  Y1, Y7, Y4         // sum_l2·sum_x
+	VMULPS  Y8, Y6, Y5         // sum_l·sum_xl
+	VSUBPS  Y5, Y4, Y4
+	VDIVPS  Y2, Y4, Y4         // this_min
+	VCMPPS  $0x1e, Y14, Y2, Y2 // D > 0
+	VCMPPS  $0x1e, Y14, Y4, Y5 // this_min > 0
+	VDIVPS  Y7, Y8, Y0         // sum_xl/sum_l2
+	VBLENDVPS Y5, Y0, Y3, Y3   // this_scale
+	VANDNPS Y4, Y5, Y4         // this_min = 0
+
+	VXORPS Y0, Y0, Y0          // cur_error
+	XORQ   AX, AX
+
+errs:
+	VMOVUPS QCUR(DI)(AX*1), Y1
+	VMULPS  Y1, Y3, Y5         // this_scale·l
+	VADDPS  Y4, Y5, Y5         // + this_min
+	VSUBPS  QX(DI)(AX*1), Y5, Y5 // - x
+	VMULPS  Y5, Y5, Y5         // diff·diff
+	VMULPS  QW(DI)(AX*1), Y5, Y5 // w·diff
+	VADDPS  Y5, Y0, Y0
+	ADDQ    $32, AX
+	CMPQ    AX, $1024
+	JLT     errs
+
+	VMOVUPS   QERR(DI), Y1
+	VCMPPS    $0x11, Y1, Y0, Y5 // cur_error < best_error
+	VANDPS    Y2, Y5, Y5
+	VMOVMSKPS Y5, BX
+	TESTL     BX, BX
+	JEQ       next
+	VBLENDVPS Y5, Y0, Y1, Y1
+	VMOVUPS   Y1, QERR(DI)
+	VMOVUPS   QSCALE(DI), Y1
+	VBLENDVPS Y5, Y3, Y1, Y1
+	VMOVUPS   Y1, QSCALE(DI)
+	VBLENDVPS Y5, Y4, Y9, Y9
+	VMOVUPS   Y9, QMIN(DI)
+	XORQ      AX, AX
+
+copybest:
+	VMOVUPS   QBEST(DI)(AX*1), Y1
+	VBLENDVPS Y5, QCUR(DI)(AX*1), Y1, Y1
+	VMOVUPS   Y1, QBEST(DI)(AX*1)
+	ADDQ      $32, AX
+	CMPQ      AX, $1024
+	JLT       copybest
+
+next:
+	ADDQ $4, SI
+	DECQ CX
+	JNZ  trial
+
+	VMOVMSKPS Y11, AX
+	CMPL      AX, $0xff
+	SETEQ     ret+32(FP)
+	VZEROUPPER
+	RET

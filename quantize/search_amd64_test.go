@@ -1,0 +1,89 @@
+//go:build !purego
+
+package quantize
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestMakeQXQuantsAVX2 compares the vector search with the plain one on
+// every nmax ggml uses, with and without weights: same scale bits, same
+// levels.
+func TestMakeQXQuantsAVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
+	compareMakeQXQuants(t, rand.New(rand.NewPCG(7, 77)), "AVX2", makeQXQuantsAVX2, "plain", makeQXQuantsGeneric)
+}
+
+// TestQKXSearch8AVX2 compares the vector search of eight groups with the
+// plain one on the parameters of Q4_K and Q5_K with and without weights,
+// on the test groups of make_qx_quants (zeros of both signs, tiny and huge
+// scales, repeated values), on constant groups (max == min), and on groups
+// whose fitted min can come close to their max (values near a negative
+// constant beside an outlier), where iscale·(x-min) leaves RoundToEven's
+// exact range and the super-block goes to the plain search.
+func TestQKXSearch8AVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
+	type params struct {
+		nmax         int
+		rmin, rdelta float32
+		nstep        int
+	}
+	ps := []params{{15, -1, 0.1, 20}, {31, -0.5, 0.1, 15}, {15, -0.9, 0.05, 36}, {31, -0.9, 0.05, 36}}
+	r := rand.New(rand.NewPCG(10, 1010))
+	iters := 30000
+	if testing.Short() {
+		iters = 3000
+	}
+	for it := range iters {
+		p := ps[r.IntN(len(ps))]
+		var x [qkK]float32
+		var w [8][qkxVec]float32
+		for j := range 8 {
+			xs := x[qkxVec*j : qkxVec*(j+1)]
+			switch r.IntN(6) {
+			case 0:
+				c := -float32(r.ExpFloat64())
+				for i := range xs {
+					xs[i] = c * (1 + float32(r.NormFloat64())*1e-6)
+				}
+				xs[r.IntN(qkxVec)] = c * float32(1+r.IntN(1e6))
+			case 1:
+				c := float32(r.NormFloat64())
+				if r.IntN(2) == 0 {
+					c = 0
+				}
+				for i := range xs {
+					xs[i] = c
+				}
+			default:
+				copy(xs, qxTestGroup(r, qkxVec))
+			}
+			for i := range w[j] {
+				w[j][i] = float32(r.ExpFloat64())
+				switch r.IntN(6) {
+				case 0:
+					w[j][i] = float32(xs[i] * xs[i])
+				case 1:
+					w[j][i] = 0
+				}
+			}
+		}
+		var L1, L2 [qkK]uint8
+		var s1, m1, s2, m2 [8]float32
+		qkxSearch8Generic(p.nmax, &x, &w, &L1, p.rmin, p.rdelta, p.nstep, &s1, &m1)
+		qkxSearch8(p.nmax, &x, &w, &L2, p.rmin, p.rdelta, p.nstep, &s2, &m2)
+		for j := range 8 {
+			if math.Float32bits(s1[j]) != math.Float32bits(s2[j]) || math.Float32bits(m1[j]) != math.Float32bits(m2[j]) ||
+				[qkxVec]uint8(L1[qkxVec*j:]) != [qkxVec]uint8(L2[qkxVec*j:]) {
+				t.Fatalf("iter %d %+v group %d x %v w %v:\nAVX2  %v %v %v\nplain %v %v %v", it, p, j,
+					x[qkxVec*j:qkxVec*(j+1)], w[j], s2[j], m2[j], L2[qkxVec*j:qkxVec*(j+1)], s1[j], m1[j], L1[qkxVec*j:qkxVec*(j+1)])
+			}
+		}
+	}
+}
