@@ -13,7 +13,7 @@ import "golang.org/x/sys/cpu"
 func qxTrialsAVX2(x, w, wx *float32, n int, iscale *[24]float32, lohi *[2]float32, sums *[48]float32)
 
 //go:noescape
-func qkx8AVX2(s *qkx8State, nums *float32, ntrials int, nmax float32) bool
+func qkx8AVX2(x *float32, w *[8][qkxVec]float32, s *qkx8State, nums *float32, ntrials int, nmax float32) bool
 
 // useAVX2 selects the vector kernels.
 var useAVX2 = cpu.X86.HasAVX2
@@ -79,10 +79,11 @@ func makeQXQuantsAVX2(nmax int, x []float32, L []int8, qw []float32) float32 {
 // qkx8State is qkx8AVX2's working set: the eight groups transposed (value
 // i of group j at [i][j]), the levels of the current trial and of the best
 // fit, and per group the min (of the best fit once one is accepted), max,
-// Σw, Σw·x, best error and scale.
+// Σw, Σw·x, best error, scale, and a mask of max == min.
 type qkx8State struct {
 	x, w, cur, best                        [qkxVec][8]float32
 	minv, maxv, sumW, sumX, bestErr, scale [8]float32
+	done                                   [8]uint32
 }
 
 // qkxSearch8 is makeQKXQuants with the squared error on the eight groups of
@@ -96,40 +97,25 @@ func qkxSearch8(nmax int, x *[qkK]float32, w *[8][qkxVec]float32, L *[qkK]uint8,
 		qkxSearch8Generic(nmax, x, w, L, rmin, rdelta, nstep, scales, mins)
 		return
 	}
-	var s qkx8State
-	var done [8]bool
-	for j := range 8 {
-		xs, ws, Ls := x[qkxVec*j:qkxVec*(j+1)], w[j][:], L[qkxVec*j:qkxVec*(j+1)]
-		minv, maxv, sumW, sumX, scale, bestErr, isDone := qkxStart(nmax, xs, ws, Ls, false)
-		if isDone {
-			// A lane of zeros with a range of 1, whose results are dropped.
-			done[j] = true
-			scales[j], mins[j] = 0, -minv
-			s.maxv[j] = 1
-			continue
-		}
-		s.minv[j], s.maxv[j], s.sumW[j], s.sumX[j], s.bestErr[j], s.scale[j] = minv, maxv, sumW, sumX, bestErr, scale
-		for i, v := range xs {
-			s.x[i][j] = v
-			s.w[i][j] = ws[i]
-			s.best[i][j] = float32(Ls[i])
-		}
-	}
 	fnmax := float32(nmax)
 	for is := range nstep + 1 {
 		nums[is] = float32(rmin+float32(rdelta*float32(is))) + fnmax
 	}
-	if !qkx8AVX2(&s, &nums[0], nstep+1, fnmax) {
+	var s qkx8State
+	if !qkx8AVX2(&x[0], w, &s, &nums[0], nstep+1, fnmax) {
 		qkxSearch8Generic(nmax, x, w, L, rmin, rdelta, nstep, scales, mins)
 		return
 	}
 	for j := range 8 {
-		if done[j] {
+		Lj := (*[qkxVec]uint8)(L[qkxVec*j:])
+		if s.done[j] != 0 {
+			scales[j], mins[j] = 0, -s.minv[j]
+			clear(Lj[:])
 			continue
 		}
 		scales[j], mins[j] = s.scale[j], -s.minv[j]
-		for i := range qkxVec {
-			L[qkxVec*j+i] = uint8(s.best[i][j])
+		for i := range Lj {
+			Lj[i] = uint8(s.best[i][j])
 		}
 	}
 }

@@ -96,37 +96,137 @@ qxloop:
 #define QSUMX 4192
 #define QERR 4224
 #define QSCALE 4256
+#define QDONE 4288
 
-// func qkx8AVX2(s *qkx8State, nums *float32, ntrials int, nmax float32) bool
+DATA one<>+0(SB)/4, $0x3f800000 // 1.0
+GLOBL one<>(SB), RODATA|NOPTR, $4
+
+// Offsets of the eight groups of 32 float32 in a super-block.
+DATA groupidx<>+0(SB)/4, $0
+DATA groupidx<>+4(SB)/4, $32
+DATA groupidx<>+8(SB)/4, $64
+DATA groupidx<>+12(SB)/4, $96
+DATA groupidx<>+16(SB)/4, $128
+DATA groupidx<>+20(SB)/4, $160
+DATA groupidx<>+24(SB)/4, $192
+DATA groupidx<>+28(SB)/4, $224
+GLOBL groupidx<>(SB), RODATA|NOPTR, $32
+
+// func qkx8AVX2(x *float32, w *[8][32]float32, s *qkx8State, nums *float32, ntrials int, nmax float32) bool
 //
-// The trials of make_qkx2_quants (squared error) for eight groups of 32,
-// group j in lane j: each lane runs ggml's scalar operations in ggml's
-// order, every product its own VMULPS (no FMA), the quotients VDIVPS. Trial
-// is has the inverse scale nums[is]/(max - min), min being the lane's min
-// of the last accepted fit. The result is false when some iscale·(x-min)
-// was not below 2^22 in magnitude (or NaN), where RoundToEven is not
-// nearest_int; s is then not to be used.
-TEXT ·qkx8AVX2(SB), NOSPLIT, $0-33
-	MOVQ         s+0(FP), DI
-	MOVQ         nums+8(FP), SI
-	MOVQ         ntrials+16(FP), CX
-	VBROADCASTSS nmax+24(FP), Y15
+// make_qkx2_quants (squared error) for the eight groups of 32 of the
+// super-block x with weights w, group j in lane j: each lane runs ggml's
+// scalar operations in ggml's order, every product its own VMULPS (no
+// FMA), the quotients VDIVPS, min and max as ggml's `if (x < min) min = x`
+// (VMINPS returns its second operand, the old min, unless x < min). First
+// the start (range, Σw, Σw·x, the levels and error of nmax/(max - min)),
+// then trial is with the inverse scale nums[is]/(max - min), min being the
+// lane's min of the last accepted fit. A group with max == min is marked in
+// s.done and computed with a range of 1 (its values equal min, so its
+// levels are 0 and it accepts no fit); its results are dropped. The result
+// is false when some iscale·(x-min) was not below 2^22 in magnitude (or
+// NaN), where RoundToEven is not nearest_int: s is then not to be used.
+TEXT ·qkx8AVX2(SB), NOSPLIT, $0-49
+	MOVQ         x+0(FP), R8
+	MOVQ         w+8(FP), R9
+	MOVQ         s+16(FP), DI
+	MOVQ         nums+24(FP), SI
+	MOVQ         ntrials+32(FP), CX
+	VBROADCASTSS nmax+40(FP), Y15
 	VXORPS       Y14, Y14, Y14
 	VBROADCASTSS lim22<>(SB), Y13
 	VBROADCASTSS absmask<>(SB), Y12
 	VPCMPEQD     Y11, Y11, Y11 // all values in range so far
 
+	// Transpose x and w into s.x and s.w.
+	VMOVDQU groupidx<>(SB), Y10
+	XORQ    AX, AX
+
+gather:
+	VPCMPEQD   Y1, Y1, Y1
+	VGATHERDPS Y1, (R8)(Y10*4), Y0
+	VMOVUPS    Y0, QX(DI)(AX*8)
+	VPCMPEQD   Y1, Y1, Y1
+	VGATHERDPS Y1, (R9)(Y10*4), Y0
+	VMOVUPS    Y0, QW(DI)(AX*8)
+	ADDQ       $4, R8
+	ADDQ       $4, R9
+	ADDQ       $4, AX
+	CMPQ       AX, $128
+	JLT        gather
+
+	// min, max, Σw, Σw·x.
+	VMOVUPS QX(DI), Y0
+	VMOVUPS QW(DI), Y4
+	VMOVAPS Y0, Y2             // min
+	VMOVAPS Y0, Y3             // max
+	VMULPS  Y0, Y4, Y5         // sum_x
+	MOVQ    $32, AX
+
+sums:
+	VMOVUPS QX(DI)(AX*1), Y0
+	VMOVUPS QW(DI)(AX*1), Y1
+	VMINPS  Y2, Y0, Y2
+	VMAXPS  Y3, Y0, Y3
+	VADDPS  Y1, Y4, Y4
+	VMULPS  Y0, Y1, Y1
+	VADDPS  Y1, Y5, Y5
+	ADDQ    $32, AX
+	CMPQ    AX, $1024
+	JLT     sums
+
+	VCMPPS       $0x1e, Y14, Y2, Y0 // min > 0
+	VANDNPS      Y2, Y0, Y2         // min = 0
+	VCMPPS       $0, Y2, Y3, Y1     // max == min
+	VMOVUPS      Y1, QDONE(DI)
+	VMOVUPS      Y2, QMIN(DI)
+	VMOVUPS      Y3, QMAX(DI)
+	VMOVUPS      Y4, QSUMW(DI)
+	VMOVUPS      Y5, QSUMX(DI)
+	VSUBPS       Y2, Y3, Y0         // max - min
+	VBROADCASTSS one<>(SB), Y6
+	VBLENDVPS    Y1, Y6, Y0, Y0
+	VDIVPS       Y0, Y15, Y10       // iscale = nmax/(max - min)
+	VDIVPS       Y10, Y6, Y3        // scale = 1/iscale
+	VMOVUPS      Y3, QSCALE(DI)
+	VXORPS       Y7, Y7, Y7         // best_error
+	XORQ         AX, AX
+
+start:
+	VMOVUPS  QX(DI)(AX*1), Y0
+	VSUBPS   Y2, Y0, Y1
+	VMULPS   Y1, Y10, Y1
+	VANDPS   Y12, Y1, Y4
+	VCMPPS   $0x11, Y13, Y4, Y4
+	VANDPS   Y4, Y11, Y11
+	VROUNDPS $0, Y1, Y1
+	VMINPS   Y15, Y1, Y1
+	VMAXPS   Y14, Y1, Y1
+	VMOVUPS  Y1, QBEST(DI)(AX*1)
+	VMULPS   Y1, Y3, Y5            // scale·l
+	VADDPS   Y2, Y5, Y5            // + min
+	VSUBPS   Y0, Y5, Y5            // - x
+	VMULPS   Y5, Y5, Y5
+	VMULPS   QW(DI)(AX*1), Y5, Y5
+	VADDPS   Y5, Y7, Y7
+	ADDQ     $32, AX
+	CMPQ     AX, $1024
+	JLT      start
+	VMOVUPS  Y7, QERR(DI)
+
 trial:
 	VMOVUPS      QMIN(DI), Y9
 	VMOVUPS      QMAX(DI), Y0
 	VSUBPS       Y9, Y0, Y0    // max - min
+	VMOVUPS      QDONE(DI), Y2
+	VBROADCASTSS one<>(SB), Y1
+	VBLENDVPS    Y2, Y1, Y0, Y0
 	VBROADCASTSS (SI), Y1
 	VDIVPS       Y0, Y1, Y10   // iscale
 	VXORPS       Y6, Y6, Y6    // sum_l
 	VXORPS       Y7, Y7, Y7    // sum_l2
 	VXORPS       Y8, Y8, Y8    // sum_xl
 	XORQ         AX, AX
-
 levels:
 	VMOVUPS  QX(DI)(AX*1), Y0
 	VSUBPS   Y9, Y0, Y1        // x - min
@@ -212,6 +312,6 @@ next:
 
 	VMOVMSKPS Y11, AX
 	CMPL      AX, $0xff
-	SETEQ     ret+32(FP)
+	SETEQ     ret+48(FP)
 	VZEROUPPER
 	RET
