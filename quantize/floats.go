@@ -159,7 +159,7 @@ func encodeRowF16(dst []byte, src []float32, _ []float32) {
 	}
 }
 
-func decodeRowF16(dst []float32, src []byte) {
+func decodeRowF16Generic(dst []float32, src []byte) {
 	src = src[:2*len(dst)]
 	for i := range dst {
 		dst[i] = FP16ToFP32(binary.LittleEndian.Uint16(src[2*i:]))
@@ -173,7 +173,7 @@ func encodeRowBF16(dst []byte, src []float32, _ []float32) {
 	}
 }
 
-func decodeRowBF16(dst []float32, src []byte) {
+func decodeRowBF16Generic(dst []float32, src []byte) {
 	src = src[:2*len(dst)]
 	for i := range dst {
 		dst[i] = BF16ToFP32(binary.LittleEndian.Uint16(src[2*i:]))
@@ -268,4 +268,14 @@ func decodeRowI64(dst []float32, src []byte) {
 	for i := range dst {
 		dst[i] = float32(int64(binary.LittleEndian.Uint64(src[8*i:])))
 	}
+}
+
+// halvesFiniteGeneric is halvesFinite in plain Go.
+func halvesFiniteGeneric(data []byte, exp uint16) bool {
+	for i := 0; i+1 < len(data); i += 2 {
+		if binary.LittleEndian.Uint16(data[i:])&exp == exp {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,110 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func f16ToF32F16C(dst *float32, src *byte, n int)
+//
+// Widens n half-precision values (n a multiple of 32) with VCVTPH2PS,
+// which is exact and quiets a signalling NaN as ggml's conversion does.
+TEXT ·f16ToF32F16C(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+f16loop:
+	VCVTPH2PS (SI), Y0
+	VCVTPH2PS 16(SI), Y1
+	VCVTPH2PS 32(SI), Y2
+	VCVTPH2PS 48(SI), Y3
+	VMOVUPS   Y0, (DI)
+	VMOVUPS   Y1, 32(DI)
+	VMOVUPS   Y2, 64(DI)
+	VMOVUPS   Y3, 96(DI)
+	ADDQ      $64, SI
+	ADDQ      $128, DI
+	SUBQ      $32, CX
+	JNZ       f16loop
+	VZEROUPPER
+	RET
+
+// func bf16ToF32AVX2(dst *float32, src *byte, n int)
+//
+// Widens n bfloat16 values (n a multiple of 32): each is the top half of
+// its float32.
+TEXT ·bf16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+bf16loop:
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPMOVZXWD 32(SI), Y2
+	VPMOVZXWD 48(SI), Y3
+	VPSLLD    $16, Y0, Y0
+	VPSLLD    $16, Y1, Y1
+	VPSLLD    $16, Y2, Y2
+	VPSLLD    $16, Y3, Y3
+	VMOVDQU   Y0, (DI)
+	VMOVDQU   Y1, 32(DI)
+	VMOVDQU   Y2, 64(DI)
+	VMOVDQU   Y3, 96(DI)
+	ADDQ      $64, SI
+	ADDQ      $128, DI
+	SUBQ      $32, CX
+	JNZ       bf16loop
+	VZEROUPPER
+	RET
+
+// func halvesFiniteAVX2(p *byte, n int, exp uint16) bool
+//
+// Reports whether none of the n 16-bit values at p (n a multiple of 32)
+// has all the bits of exp set: for exp 0x7C00 (F16) or 0x7F80 (BF16), none
+// is an infinity or a NaN.
+TEXT ·halvesFiniteAVX2(SB), NOSPLIT, $0-25
+	MOVQ         p+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VPBROADCASTW exp+16(FP), Y15
+	VPXOR        Y0, Y0, Y0
+
+hloop:
+	VPAND    (SI), Y15, Y1
+	VPAND    32(SI), Y15, Y2
+	VPCMPEQW Y15, Y1, Y1
+	VPCMPEQW Y15, Y2, Y2
+	VPOR     Y1, Y0, Y0
+	VPOR     Y2, Y0, Y0
+	ADDQ     $64, SI
+	SUBQ     $32, CX
+	JNZ      hloop
+	VPTEST   Y0, Y0
+	SETEQ    ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func floatsFiniteAVX2(p *float32, n int) bool
+//
+// Reports whether none of the n float32 at p (n a multiple of 16) is an
+// infinity or a NaN (exponent bits all ones).
+TEXT ·floatsFiniteAVX2(SB), NOSPLIT, $0-17
+	MOVQ         p+0(FP), SI
+	MOVQ         n+8(FP), CX
+	MOVL         $0x7f800000, AX
+	MOVD         AX, X15
+	VPBROADCASTD X15, Y15
+	VPXOR        Y0, Y0, Y0
+
+floop:
+	VPAND    (SI), Y15, Y1
+	VPAND    32(SI), Y15, Y2
+	VPCMPEQD Y15, Y1, Y1
+	VPCMPEQD Y15, Y2, Y2
+	VPOR     Y1, Y0, Y0
+	VPOR     Y2, Y0, Y0
+	ADDQ     $64, SI
+	SUBQ     $16, CX
+	JNZ      floop
+	VPTEST   Y0, Y0
+	SETEQ    ret+16(FP)
+	VZEROUPPER
+	RET

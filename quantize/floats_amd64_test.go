@@ -1,0 +1,98 @@
+//go:build !purego
+
+package quantize
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestDecodeHalvesAsm compares the vector F16 and BF16 decoders with the Go
+// forms on every 16-bit pattern (NaNs of both kinds, infinities,
+// subnormals, zeros of both signs), at every offset of a row and with
+// tails that the vectors leave to Go.
+func TestDecodeHalvesAsm(t *testing.T) {
+	src := make([]byte, 2<<16)
+	for h := range 1 << 16 {
+		binary.LittleEndian.PutUint16(src[2*h:], uint16(h))
+	}
+	for _, c := range []struct {
+		name      string
+		got, want func([]float32, []byte)
+	}{
+		{"F16", decodeRowF16, decodeRowF16Generic},
+		{"BF16", decodeRowBF16, decodeRowBF16Generic},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, n := range []int{1 << 16, 1<<16 - 1, 33, 32, 31, 1} {
+				for _, off := range []int{0, 1, 7} {
+					s := src[2*off : 2*(off+min(n, 1<<16-off))]
+					got := make([]float32, len(s)/2)
+					want := make([]float32, len(s)/2)
+					c.got(got, s)
+					c.want(want, s)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("n %d off %d: value %#04x: %#08x, want %#08x", n, off, binary.LittleEndian.Uint16(s[2*i:]),
+								math.Float32bits(got[i]), math.Float32bits(want[i]))
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFiniteScansAsm compares the vector finiteness scans with the Go forms
+// on rows of every length up to 300 with no, one or two non-finite values
+// (infinities, quiet and signalling NaNs of both signs, and near misses
+// such as the largest finite values) at random places.
+func TestFiniteScansAsm(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 33))
+	halfBad := map[uint16][]uint16{
+		0x7C00: {0x7C00, 0xFC00, 0x7C01, 0xFE00, 0x7FFF},
+		0x7F80: {0x7F80, 0xFF80, 0x7F81, 0xFFC0, 0x7FFF},
+	}
+	halfNear := map[uint16][]uint16{0x7C00: {0x7BFF, 0xFBFF, 0x3C00}, 0x7F80: {0x7F7F, 0xFF7F, 0x3F80}}
+	floatBad := []uint32{0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF}
+	floatNear := []uint32{0x7F7FFFFF, 0xFF7FFFFF, 0x00000001}
+	for it := range 20000 {
+		n := r.IntN(301)
+		nbad := r.IntN(3)
+		for _, exp := range []uint16{0x7C00, 0x7F80} {
+			data := make([]byte, 2*n)
+			for i := range n {
+				h := uint16(r.Uint32())
+				if h&exp == exp {
+					h = halfNear[exp][r.IntN(3)]
+				}
+				binary.LittleEndian.PutUint16(data[2*i:], h)
+			}
+			for range nbad {
+				if n > 0 {
+					binary.LittleEndian.PutUint16(data[2*r.IntN(n):], halfBad[exp][r.IntN(5)])
+				}
+			}
+			if got, want := halvesFinite(data, exp), halvesFiniteGeneric(data, exp); got != want {
+				t.Fatalf("iter %d exp %#x n %d: halvesFinite %v, want %v", it, exp, n, got, want)
+			}
+		}
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(r.NormFloat64())
+			if r.IntN(20) == 0 {
+				src[i] = math.Float32frombits(floatNear[r.IntN(3)])
+			}
+		}
+		for range nbad {
+			if n > 0 {
+				src[r.IntN(n)] = math.Float32frombits(floatBad[r.IntN(5)])
+			}
+		}
+		if got, want := firstNonFinite(src), firstNonFiniteGeneric(src); got != want {
+			t.Fatalf("iter %d n %d: firstNonFinite %d, want %d", it, n, got, want)
+		}
+	}
+}
