@@ -559,13 +559,15 @@ func encodeQ6K(dst []byte, src, imatrix []float32) {
 	for i := range len(src) / qkK {
 		x := (*[qkK]float32)(src[i*qkK:])
 		y := (*[q6KBytes]byte)(dst[i*q6KBytes:])
-		var maxScale, maxAbs float32
-		for ib := range 16 {
+		for h := range 2 {
 			var qw []float32
 			if imatrix != nil {
-				qw = imatrix[i*qkK+16*ib : i*qkK+16*ib+16]
+				qw = imatrix[i*qkK+128*h : i*qkK+128*h+128]
 			}
-			scales[ib] = makeQXQuants(32, x[16*ib:16*ib+16], L[16*ib:], qw)
+			qxSearch8(32, x[128*h:128*h+128], 16, L[128*h:], qw, scales[8*h:])
+		}
+		var maxScale, maxAbs float32
+		for ib := range 16 {
 			if a := abs32(scales[ib]); a > maxAbs {
 				maxAbs, maxScale = a, scales[ib]
 			}

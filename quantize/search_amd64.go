@@ -13,6 +13,9 @@ import "golang.org/x/sys/cpu"
 func qxTrialsAVX2(x, w, wx *float32, n int, iscale *[24]float32, lohi *[2]float32, sums *[48]float32)
 
 //go:noescape
+func qx8AVX2(x, w *float32, n int, nums *[19]float32, lohi *[2]float32, s *qx8State)
+
+//go:noescape
 func qkx8AVX2(x *float32, w *[8][qkxVec]float32, s *qkx8State, nums *float32, ntrials int, nmax float32) bool
 
 // useAVX2 selects the vector kernels.
@@ -74,6 +77,52 @@ func makeQXQuantsAVX2(nmax int, x []float32, L []int8, qw []float32) float32 {
 	}
 	qxFill(L, x, iscale[chosen], nmax)
 	return scale
+}
+
+// qx8State is qx8AVX2's working set: the eight groups, their weights and
+// weights·x transposed (value i of group j at [i][j]), the chosen levels,
+// and per group the scale and a mask of the groups below GROUP_MAX_EPS.
+type qx8State struct {
+	x, w, wx [maxGroup][8]float32
+	L        [maxGroup][8]int32
+	scale    [8]float32
+	zero     [8]uint32
+}
+
+// qxSearch8 is makeQXQuants on the eight groups of n values (n ≤ maxGroup)
+// of x, with weights qw in the same layout (nil: x²): the levels go to L,
+// the scales to scales. With AVX2 the groups run side by side in the lanes
+// of qx8AVX2.
+func qxSearch8(nmax int, x []float32, n int, L []int8, qw []float32, scales []float32) {
+	if !useAVX2 || n > maxGroup || n == 0 {
+		qxSearch8Generic(nmax, x, n, L, qw, scales)
+		return
+	}
+	x, L, scales = x[:8*n], L[:8*n], scales[:8]
+	var wp *float32
+	if qw != nil {
+		qw = qw[:8*n]
+		wp = &qw[0]
+	}
+	var nums [19]float32
+	nums[0] = float32(-nmax)
+	rest := qxIScales(nmax, 1)
+	copy(nums[1:], rest[:])
+	lohi := [2]float32{float32(-nmax), float32(nmax - 1)}
+	var s qx8State
+	qx8AVX2(&x[0], wp, n, &nums, &lohi, &s)
+	for j := range 8 {
+		Lj := L[n*j : n*(j+1)]
+		if s.zero[j] != 0 {
+			scales[j] = 0
+			clear(Lj)
+			continue
+		}
+		scales[j] = s.scale[j]
+		for i := range Lj {
+			Lj[i] = int8(s.L[i][j] + int32(nmax))
+		}
+	}
 }
 
 // qkx8State is qkx8AVX2's working set: the eight groups transposed (value

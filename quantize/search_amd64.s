@@ -315,3 +315,155 @@ next:
 	SETEQ     ret+48(FP)
 	VZEROUPPER
 	RET
+
+// Offsets in qx8State: x, w, wx ([32][8]float32, value i of group j at
+// [i][j]) and the levels ([32][8]int32), then per group the scale and a
+// mask of the all-zero groups.
+#define SX 0
+#define SW 1024
+#define SWX 2048
+#define SL 3072
+#define SSCALE 4096
+#define SZERO 4128
+
+DATA lanes<>+0(SB)/4, $0
+DATA lanes<>+4(SB)/4, $1
+DATA lanes<>+8(SB)/4, $2
+DATA lanes<>+12(SB)/4, $3
+DATA lanes<>+16(SB)/4, $4
+DATA lanes<>+20(SB)/4, $5
+DATA lanes<>+24(SB)/4, $6
+DATA lanes<>+28(SB)/4, $7
+GLOBL lanes<>(SB), RODATA|NOPTR, $32
+
+DATA groupeps<>+0(SB)/4, $0x26901d7d // 1e-15, GROUP_MAX_EPS
+GLOBL groupeps<>(SB), RODATA|NOPTR, $4
+
+// func qx8AVX2(x, w *float32, n int, nums *[19]float32, lohi *[2]float32, s *qx8State)
+//
+// make_qx_quants (rmse_type 1) for eight groups of n values (n ≤ 32) that
+// follow each other at x, weights w in the same layout (nil: x²), group j
+// in lane j, each lane doing ggml's scalar operations in ggml's order with
+// every product its own VMULPS (no FMA). max is the value of largest
+// magnitude, the first one on ties (ggml's strict >). Trial k has the
+// inverse scale nums[k]/max (nums[0] = -nmax, then -(nmax + 0.1·is) for
+// is = -9..9 without 0); levels are RoundToEven(t) clamped to lohi, which
+// is nearest_int's result since |t| ≤ nmax+1 (a -0 in place of nearest_int's
+// 0 leaves every sum unchanged). s receives the levels of the chosen trial
+// (without the offset nmax), the scales, and the mask of the groups whose
+// max is below GROUP_MAX_EPS (computed with max 1, their results dropped).
+TEXT ·qx8AVX2(SB), NOSPLIT, $0-48
+	MOVQ         x+0(FP), R8
+	MOVQ         w+8(FP), R9
+	MOVQ         n+16(FP), R10
+	MOVQ         nums+24(FP), SI
+	MOVQ         lohi+32(FP), BX
+	MOVQ         s+40(FP), DI
+	VBROADCASTSS (BX), Y15
+	VBROADCASTSS 4(BX), Y14
+	VXORPS       Y6, Y6, Y6
+	VBROADCASTSS absmask<>(SB), Y12
+	MOVQ         R10, AX
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y0
+	VPMULLD      lanes<>(SB), Y0, Y11 // group offsets 0, n, …, 7n
+	SHLQ         $5, R10              // n·32, the end of the [i] rows
+	VXORPS       Y13, Y13, Y13        // max
+	VXORPS       Y10, Y10, Y10        // amax
+	XORQ         AX, AX
+
+prep:
+	VPCMPEQD   Y2, Y2, Y2
+	VGATHERDPS Y2, (R8)(Y11*4), Y0
+	VMOVUPS    Y0, SX(DI)(AX*1)
+	TESTQ      R9, R9
+	JZ         squares
+	VPCMPEQD   Y2, Y2, Y2
+	VGATHERDPS Y2, (R9)(Y11*4), Y1
+	ADDQ       $4, R9
+	JMP        weighted
+
+squares:
+	VMULPS Y0, Y0, Y1
+
+weighted:
+	VMOVUPS   Y1, SW(DI)(AX*1)
+	VMULPS    Y0, Y1, Y1            // w·x
+	VMOVUPS   Y1, SWX(DI)(AX*1)
+	VANDPS    Y12, Y0, Y2           // |x|
+	VCMPPS    $0x1e, Y10, Y2, Y3    // |x| > amax
+	VBLENDVPS Y3, Y2, Y10, Y10
+	VBLENDVPS Y3, Y0, Y13, Y13
+	ADDQ      $4, R8
+	ADDQ      $32, AX
+	CMPQ      AX, R10
+	JLT       prep
+
+	VBROADCASTSS groupeps<>(SB), Y0
+	VCMPPS       $0x11, Y0, Y10, Y1 // amax < GROUP_MAX_EPS
+	VMOVUPS      Y1, SZERO(DI)
+	VBROADCASTSS one<>(SB), Y0
+	VBLENDVPS    Y1, Y0, Y13, Y13
+	XORQ         BX, BX
+
+qxtrial:
+	VBROADCASTSS (SI)(BX*4), Y0
+	VDIVPS       Y13, Y0, Y9 // iscale
+	VXORPS       Y7, Y7, Y7  // sumlx
+	VXORPS       Y8, Y8, Y8  // suml2
+	XORQ         AX, AX
+
+qxsums:
+	VMULPS   SX(DI)(AX*1), Y9, Y0
+	VROUNDPS $0, Y0, Y0
+	VMINPS   Y14, Y0, Y0
+	VMAXPS   Y15, Y0, Y0
+	VMULPS   SWX(DI)(AX*1), Y0, Y1
+	VADDPS   Y1, Y7, Y7
+	VMULPS   SW(DI)(AX*1), Y0, Y1
+	VMULPS   Y0, Y1, Y1
+	VADDPS   Y1, Y8, Y8
+	ADDQ     $32, AX
+	CMPQ     AX, R10
+	JLT      qxsums
+
+	VDIVPS Y8, Y7, Y2 // sumlx/suml2
+	TESTQ  BX, BX
+	JNZ    qxchoose
+	VCMPPS  $0, Y6, Y8, Y3 // suml2 == 0
+	VANDNPS Y2, Y3, Y11    // scale
+	VMULPS  Y7, Y11, Y12   // best = scale·sumlx
+	VMOVAPS Y9, Y10        // chosen iscale
+	JMP     qxnext
+
+qxchoose:
+	VCMPPS    $0x1e, Y6, Y8, Y3  // suml2 > 0
+	VMULPS    Y7, Y7, Y4         // sumlx·sumlx
+	VMULPS    Y8, Y12, Y5        // best·suml2
+	VCMPPS    $0x1e, Y5, Y4, Y4
+	VANDPS    Y4, Y3, Y3
+	VBLENDVPS Y3, Y2, Y11, Y11
+	VMULPS    Y7, Y2, Y4
+	VBLENDVPS Y3, Y4, Y12, Y12
+	VBLENDVPS Y3, Y9, Y10, Y10
+
+qxnext:
+	INCQ BX
+	CMPQ BX, $19
+	JLT  qxtrial
+
+	VMOVUPS Y11, SSCALE(DI)
+	XORQ    AX, AX
+
+qxfill:
+	VMULPS    SX(DI)(AX*1), Y10, Y0
+	VROUNDPS  $0, Y0, Y0
+	VMINPS    Y14, Y0, Y0
+	VMAXPS    Y15, Y0, Y0
+	VCVTTPS2DQ Y0, Y0
+	VMOVDQU   Y0, SL(DI)(AX*1)
+	ADDQ      $32, AX
+	CMPQ      AX, R10
+	JLT       qxfill
+	VZEROUPPER
+	RET

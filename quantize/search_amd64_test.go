@@ -5,6 +5,7 @@ package quantize
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -83,6 +84,61 @@ func TestQKXSearch8AVX2(t *testing.T) {
 				[qkxVec]uint8(L1[qkxVec*j:]) != [qkxVec]uint8(L2[qkxVec*j:]) {
 				t.Fatalf("iter %d %+v group %d x %v w %v:\nAVX2  %v %v %v\nplain %v %v %v", it, p, j,
 					x[qkxVec*j:qkxVec*(j+1)], w[j], s2[j], m2[j], L2[qkxVec*j:qkxVec*(j+1)], s1[j], m1[j], L1[qkxVec*j:qkxVec*(j+1)])
+			}
+		}
+	}
+}
+
+// TestQXSearch8AVX2 compares the vector search of eight groups with the
+// plain one on groups of 16 and 32, every nmax ggml uses, with and without
+// weights, on the test groups of make_qx_quants and on all-zero and tiny
+// groups (below GROUP_MAX_EPS).
+func TestQXSearch8AVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(12, 1212))
+	iters := 40000
+	if testing.Short() {
+		iters = 4000
+	}
+	for it := range iters {
+		n := []int{16, 32}[r.IntN(2)]
+		nmax := []int{4, 8, 16, 32}[r.IntN(4)]
+		x := make([]float32, 8*n)
+		for j := range 8 {
+			g := x[n*j : n*(j+1)]
+			switch r.IntN(8) {
+			case 0:
+				for i := range g {
+					g[i] = float32(r.NormFloat64() * 1e-16)
+				}
+			case 1:
+				for i := range g {
+					g[i] = math.Float32frombits(uint32(r.IntN(2)) << 31)
+				}
+			default:
+				copy(g, qxTestGroup(r, n))
+			}
+		}
+		var qw []float32
+		if r.IntN(2) == 0 {
+			qw = make([]float32, 8*n)
+			for i := range qw {
+				qw[i] = float32(r.ExpFloat64())
+				if r.IntN(10) == 0 {
+					qw[i] = 0
+				}
+			}
+		}
+		L1, L2 := make([]int8, 8*n), make([]int8, 8*n)
+		var s1, s2 [8]float32
+		qxSearch8Generic(nmax, x, n, L1, qw, s1[:])
+		qxSearch8(nmax, x, n, L2, qw, s2[:])
+		for j := range 8 {
+			if math.Float32bits(s1[j]) != math.Float32bits(s2[j]) || !slices.Equal(L1[n*j:n*(j+1)], L2[n*j:n*(j+1)]) {
+				t.Fatalf("iter %d n %d nmax %d group %d x %v:\nAVX2  %v %v\nplain %v %v", it, n, nmax, j, x[n*j:n*(j+1)],
+					s2[j], L2[n*j:n*(j+1)], s1[j], L1[n*j:n*(j+1)])
 			}
 		}
 	}

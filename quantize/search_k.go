@@ -162,6 +162,19 @@ func makeQXQuantsGeneric(nmax int, x []float32, L []int8, qw []float32) float32 
 	return scale
 }
 
+// qxSearch8Generic is qxSearch8 in plain Go: makeQXQuants on each of the
+// eight groups of n values of x, with weights qw in the same layout (nil:
+// x²).
+func qxSearch8Generic(nmax int, x []float32, n int, L []int8, qw []float32, scales []float32) {
+	for j := range 8 {
+		var w []float32
+		if qw != nil {
+			w = qw[n*j : n*(j+1)]
+		}
+		scales[j] = makeQXQuantsGeneric(nmax, x[n*j:n*(j+1)], L[n*j:], w)
+	}
+}
+
 // qxMax returns make_qx_quants' max (the value of largest magnitude, the
 // first one on ties) and amax = |max|.
 func qxMax(x []float32) (maxv, amax float32) {
