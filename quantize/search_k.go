@@ -351,7 +351,8 @@ func makeQKXQuants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta
 	return scale, -minv
 }
 
-// qkxVec is the group length of qkxSearch8 (Q4_K's and Q5_K's sub-blocks).
+// qkxVec is the group length of qkxSearch8 (the sub-blocks of Q4_K and
+// Q5_K, the blocks of Q4_1 and Q5_1).
 const qkxVec = 32
 
 // qkxMaxTrials bounds nstep+1 for qkxSearch8's vector form: Q4_K and Q5_K
