@@ -80,16 +80,18 @@ func qxSearchBlocks(nmax int, x []float32, L []int8, w []float32, d []float32) {
 
 // qkxSearchBlocks is makeQKXQuants with the parameters of the weighted
 // Q4_1 and Q5_1 on the len(d) ≤ 8 consecutive blocks of 32 of x with
-// weights w: block b's levels go to L[32b:], its scale and -min to d[b] and
-// negMin[b]. A run of eight goes through qkxSearch8.
-func qkxSearchBlocks(nmax int, x []float32, w *[8][qkLegacy]float32, L *[qkK]uint8, d, negMin []float32) {
+// weights w in the same layout: block b's levels go to L[32b:], its scale
+// and -min to d[b] and negMin[b]. A run of eight goes through qkxSearch8.
+func qkxSearchBlocks(nmax int, x, w []float32, L []uint8, d, negMin []float32) {
+	p := qkxParams{-0.9, 0.05, 36, false}
 	if len(d) == 8 {
-		qkxSearch8(nmax, (*[qkK]float32)(x), w, L, -0.9, 0.05, 36, (*[8]float32)(d), (*[8]float32)(negMin))
+		qkxSearch8(nmax, x, qkLegacy, w, L, p, d, negMin)
 		return
 	}
 	var Laux [qkLegacy]uint8
 	for b := range d {
-		d[b], negMin[b] = makeQKXQuants(nmax, x[qkLegacy*b:qkLegacy*(b+1)], w[b][:], L[qkLegacy*b:], Laux[:], -0.9, 0.05, 36, false)
+		g := x[qkLegacy*b : qkLegacy*(b+1)]
+		d[b], negMin[b] = makeQKXQuants(nmax, g, w[qkLegacy*b:qkLegacy*(b+1)], L[qkLegacy*b:], Laux[:], p.rmin, p.rdelta, p.nstep, p.useMAD)
 	}
 }
 
@@ -195,7 +197,7 @@ func encodeQ4_1(dst []byte, src, imatrix []float32) {
 	}
 	const bs = 20
 	sigma2 := rowSigma2(src)
-	var w [8][qkLegacy]float32
+	var w [qkK]float32
 	var Ls [qkK]uint8
 	var ds, negMins [8]float32
 	nb := len(src) / qkLegacy
@@ -203,9 +205,9 @@ func encodeQ4_1(dst []byte, src, imatrix []float32) {
 		k := min(8, nb-i0)
 		x := src[i0*qkLegacy : (i0+k)*qkLegacy]
 		for b := range k {
-			legacyWeights(&w[b], x[qkLegacy*b:], imatrix[(i0+b)*qkLegacy:], sigma2)
+			legacyWeights((*[qkLegacy]float32)(w[qkLegacy*b:]), x[qkLegacy*b:], imatrix[(i0+b)*qkLegacy:], sigma2)
 		}
-		qkxSearchBlocks(15, x, &w, &Ls, ds[:k], negMins[:k])
+		qkxSearchBlocks(15, x, w[:], Ls[:], ds[:k], negMins[:k])
 		for b, d := range ds[:k] {
 			y := (*[bs]byte)(dst[(i0+b)*bs:])
 			L := (*[qkLegacy]uint8)(Ls[qkLegacy*b:])
@@ -342,7 +344,7 @@ func encodeQ5_1(dst []byte, src, imatrix []float32) {
 	}
 	const bs = 24
 	sigma2 := rowSigma2(src)
-	var w [8][qkLegacy]float32
+	var w [qkK]float32
 	var Ls [qkK]uint8
 	var ds, negMins [8]float32
 	nb := len(src) / qkLegacy
@@ -350,9 +352,9 @@ func encodeQ5_1(dst []byte, src, imatrix []float32) {
 		k := min(8, nb-i0)
 		x := src[i0*qkLegacy : (i0+k)*qkLegacy]
 		for b := range k {
-			legacyWeights(&w[b], x[qkLegacy*b:], imatrix[(i0+b)*qkLegacy:], sigma2)
+			legacyWeights((*[qkLegacy]float32)(w[qkLegacy*b:]), x[qkLegacy*b:], imatrix[(i0+b)*qkLegacy:], sigma2)
 		}
-		qkxSearchBlocks(31, x, &w, &Ls, ds[:k], negMins[:k])
+		qkxSearchBlocks(31, x, w[:], Ls[:], ds[:k], negMins[:k])
 		for b, d := range ds[:k] {
 			y := (*[bs]byte)(dst[(i0+b)*bs:])
 			putHalf(y[0:], d)

@@ -16,7 +16,7 @@ func qxTrialsAVX2(x, w, wx *float32, n int, iscale *[24]float32, lohi *[2]float3
 func qx8AVX2(x, w *float32, n int, nums *[19]float32, lohi *[2]float32, s *qx8State)
 
 //go:noescape
-func qkx8AVX2(x *float32, w *[8][qkxVec]float32, s *qkx8State, nums *float32, ntrials int, nmax float32) bool
+func qkx8AVX2(x, w *float32, n int, s *qkx8State, nums *float32, ntrials int, nmax float32, mad bool) bool
 
 // useAVX2 selects the vector kernels.
 var useAVX2 = cpu.X86.HasAVX2
@@ -130,36 +130,38 @@ func qxSearch8(nmax int, x []float32, n int, L []int8, qw []float32, scales []fl
 // fit, and per group the min (of the best fit once one is accepted), max,
 // Σw, Σw·x, best error, scale, and a mask of max == min.
 type qkx8State struct {
-	x, w, cur, best                        [qkxVec][8]float32
+	x, w, cur, best                        [maxGroup][8]float32
 	minv, maxv, sumW, sumX, bestErr, scale [8]float32
 	done                                   [8]uint32
 }
 
-// qkxSearch8 is makeQKXQuants with the squared error on the eight groups of
-// 32 of a super-block: the levels go to L, the scales and -min to scales
-// and mins. With AVX2 the groups run side by side in the lanes of
-// qkx8AVX2; where the levels leave RoundToEven's exact range (a fitted min
-// close to the max) the super-block is searched again in plain Go.
-func qkxSearch8(nmax int, x *[qkK]float32, w *[8][qkxVec]float32, L *[qkK]uint8, rmin, rdelta float32, nstep int, scales, mins *[8]float32) {
+// qkxSearch8 is makeQKXQuants on the eight groups of n values (n ≤
+// maxGroup) of x, with weights w in the same layout: the levels go to L,
+// the scales and -min to scales and mins. With AVX2 the groups run side by
+// side in the lanes of qkx8AVX2; where the levels leave RoundToEven's exact
+// range (a fitted min close to the max) they are searched again in plain
+// Go.
+func qkxSearch8(nmax int, x []float32, n int, w []float32, L []uint8, p qkxParams, scales, mins []float32) {
 	var nums [qkxMaxTrials]float32
-	if !useAVX2 || nstep < 1 || nstep >= len(nums) {
-		qkxSearch8Generic(nmax, x, w, L, rmin, rdelta, nstep, scales, mins)
+	if !useAVX2 || n == 0 || n > maxGroup || p.nstep < 1 || p.nstep >= len(nums) {
+		qkxSearch8Generic(nmax, x, n, w, L, p, scales, mins)
 		return
 	}
+	x, w, L, scales, mins = x[:8*n], w[:8*n], L[:8*n], scales[:8], mins[:8]
 	fnmax := float32(nmax)
-	for is := range nstep + 1 {
-		nums[is] = float32(rmin+float32(rdelta*float32(is))) + fnmax
+	for is := range p.nstep + 1 {
+		nums[is] = float32(p.rmin+float32(p.rdelta*float32(is))) + fnmax
 	}
 	var s qkx8State
-	if !qkx8AVX2(&x[0], w, &s, &nums[0], nstep+1, fnmax) {
-		qkxSearch8Generic(nmax, x, w, L, rmin, rdelta, nstep, scales, mins)
+	if !qkx8AVX2(&x[0], &w[0], n, &s, &nums[0], p.nstep+1, fnmax, p.useMAD) {
+		qkxSearch8Generic(nmax, x, n, w, L, p, scales, mins)
 		return
 	}
 	for j := range 8 {
-		Lj := (*[qkxVec]uint8)(L[qkxVec*j:])
+		Lj := L[n*j : n*(j+1)]
 		if s.done[j] != 0 {
 			scales[j], mins[j] = 0, -s.minv[j]
-			clear(Lj[:])
+			clear(Lj)
 			continue
 		}
 		scales[j], mins[j] = s.scale[j], -s.minv[j]

@@ -98,24 +98,26 @@ qxloop:
 #define QSCALE 4256
 #define QDONE 4288
 
+// 0..7, times n the offsets of eight groups of n values.
+DATA lanes<>+0(SB)/4, $0
+DATA lanes<>+4(SB)/4, $1
+DATA lanes<>+8(SB)/4, $2
+DATA lanes<>+12(SB)/4, $3
+DATA lanes<>+16(SB)/4, $4
+DATA lanes<>+20(SB)/4, $5
+DATA lanes<>+24(SB)/4, $6
+DATA lanes<>+28(SB)/4, $7
+GLOBL lanes<>(SB), RODATA|NOPTR, $32
+
 DATA one<>+0(SB)/4, $0x3f800000 // 1.0
 GLOBL one<>(SB), RODATA|NOPTR, $4
 
-// Offsets of the eight groups of 32 float32 in a super-block.
-DATA groupidx<>+0(SB)/4, $0
-DATA groupidx<>+4(SB)/4, $32
-DATA groupidx<>+8(SB)/4, $64
-DATA groupidx<>+12(SB)/4, $96
-DATA groupidx<>+16(SB)/4, $128
-DATA groupidx<>+20(SB)/4, $160
-DATA groupidx<>+24(SB)/4, $192
-DATA groupidx<>+28(SB)/4, $224
-GLOBL groupidx<>(SB), RODATA|NOPTR, $32
 
-// func qkx8AVX2(x *float32, w *[8][32]float32, s *qkx8State, nums *float32, ntrials int, nmax float32) bool
+// func qkx8AVX2(x, w *float32, n int, s *qkx8State, nums *float32, ntrials int, nmax float32, mad bool) bool
 //
-// make_qkx2_quants (squared error) for the eight groups of 32 of the
-// super-block x with weights w, group j in lane j: each lane runs ggml's
+// make_qkx2_quants for eight groups of n values (n ≤ 32) that follow each
+// other at x, weights w in the same layout, with the absolute error when
+// mad is set and else the squared one, group j in lane j: each lane runs ggml's
 // scalar operations in ggml's order, every product its own VMULPS (no
 // FMA), the quotients VDIVPS, min and max as ggml's `if (x < min) min = x`
 // (VMINPS returns its second operand, the old min, unless x < min). First
@@ -126,33 +128,38 @@ GLOBL groupidx<>(SB), RODATA|NOPTR, $32
 // levels are 0 and it accepts no fit); its results are dropped. The result
 // is false when some iscale·(x-min) was not below 2^22 in magnitude (or
 // NaN), where RoundToEven is not nearest_int: s is then not to be used.
-TEXT ·qkx8AVX2(SB), NOSPLIT, $0-49
+TEXT ·qkx8AVX2(SB), NOSPLIT, $0-57
 	MOVQ         x+0(FP), R8
 	MOVQ         w+8(FP), R9
-	MOVQ         s+16(FP), DI
-	MOVQ         nums+24(FP), SI
-	MOVQ         ntrials+32(FP), CX
-	VBROADCASTSS nmax+40(FP), Y15
+	MOVQ         n+16(FP), R10
+	MOVQ         s+24(FP), DI
+	MOVQ         nums+32(FP), SI
+	MOVQ         ntrials+40(FP), CX
+	VBROADCASTSS nmax+48(FP), Y15
+	MOVBQZX      mad+52(FP), R11
 	VXORPS       Y14, Y14, Y14
 	VBROADCASTSS lim22<>(SB), Y13
 	VBROADCASTSS absmask<>(SB), Y12
 	VPCMPEQD     Y11, Y11, Y11 // all values in range so far
 
 	// Transpose x and w into s.x and s.w.
-	VMOVDQU groupidx<>(SB), Y10
-	XORQ    AX, AX
+	MOVQ         R10, X0
+	VPBROADCASTD X0, Y0
+	VPMULLD      lanes<>(SB), Y0, Y10 // group offsets 0, n, …, 7n
+	SHLQ         $5, R10              // n·32, the end of the [i] rows
+	XORQ         AX, AX
 
 gather:
 	VPCMPEQD   Y1, Y1, Y1
 	VGATHERDPS Y1, (R8)(Y10*4), Y0
-	VMOVUPS    Y0, QX(DI)(AX*8)
+	VMOVUPS    Y0, QX(DI)(AX*1)
 	VPCMPEQD   Y1, Y1, Y1
 	VGATHERDPS Y1, (R9)(Y10*4), Y0
-	VMOVUPS    Y0, QW(DI)(AX*8)
+	VMOVUPS    Y0, QW(DI)(AX*1)
 	ADDQ       $4, R8
 	ADDQ       $4, R9
-	ADDQ       $4, AX
-	CMPQ       AX, $128
+	ADDQ       $32, AX
+	CMPQ       AX, R10
 	JLT        gather
 
 	// min, max, Σw, Σw·x.
@@ -172,7 +179,7 @@ sums:
 	VMULPS  Y0, Y1, Y1
 	VADDPS  Y1, Y5, Y5
 	ADDQ    $32, AX
-	CMPQ    AX, $1024
+	CMPQ    AX, R10
 	JLT     sums
 
 	VCMPPS       $0x1e, Y14, Y2, Y0 // min > 0
@@ -206,11 +213,19 @@ start:
 	VMULPS   Y1, Y3, Y5            // scale·l
 	VADDPS   Y2, Y5, Y5            // + min
 	VSUBPS   Y0, Y5, Y5            // - x
+	TESTQ    R11, R11
+	JNZ      startmad
 	VMULPS   Y5, Y5, Y5
+	JMP      startw
+
+startmad:
+	VANDPS Y12, Y5, Y5
+
+startw:
 	VMULPS   QW(DI)(AX*1), Y5, Y5
 	VADDPS   Y5, Y7, Y7
 	ADDQ     $32, AX
-	CMPQ     AX, $1024
+	CMPQ     AX, R10
 	JLT      start
 	VMOVUPS  Y7, QERR(DI)
 
@@ -245,7 +260,7 @@ levels:
 	VMULPS   Y0, Y2, Y3        // w·l·x
 	VADDPS   Y3, Y8, Y8
 	ADDQ     $32, AX
-	CMPQ     AX, $1024
+	CMPQ     AX, R10
 	JLT      levels
 
 	VMOVUPS QSUMW(DI), Y0
@@ -275,11 +290,19 @@ errs:
 	VMULPS  Y1, Y3, Y5         // this_scale·l
 	VADDPS  Y4, Y5, Y5         // + this_min
 	VSUBPS  QX(DI)(AX*1), Y5, Y5 // - x
+	TESTQ   R11, R11
+	JNZ     errmad
 	VMULPS  Y5, Y5, Y5         // diff·diff
+	JMP     errw
+
+errmad:
+	VANDPS Y12, Y5, Y5         // |diff|
+
+errw:
 	VMULPS  QW(DI)(AX*1), Y5, Y5 // w·diff
 	VADDPS  Y5, Y0, Y0
 	ADDQ    $32, AX
-	CMPQ    AX, $1024
+	CMPQ    AX, R10
 	JLT     errs
 
 	VMOVUPS   QERR(DI), Y1
@@ -302,7 +325,7 @@ copybest:
 	VBLENDVPS Y5, QCUR(DI)(AX*1), Y1, Y1
 	VMOVUPS   Y1, QBEST(DI)(AX*1)
 	ADDQ      $32, AX
-	CMPQ      AX, $1024
+	CMPQ      AX, R10
 	JLT       copybest
 
 next:
@@ -312,7 +335,7 @@ next:
 
 	VMOVMSKPS Y11, AX
 	CMPL      AX, $0xff
-	SETEQ     ret+48(FP)
+	SETEQ     ret+56(FP)
 	VZEROUPPER
 	RET
 
@@ -326,15 +349,6 @@ next:
 #define SSCALE 4096
 #define SZERO 4128
 
-DATA lanes<>+0(SB)/4, $0
-DATA lanes<>+4(SB)/4, $1
-DATA lanes<>+8(SB)/4, $2
-DATA lanes<>+12(SB)/4, $3
-DATA lanes<>+16(SB)/4, $4
-DATA lanes<>+20(SB)/4, $5
-DATA lanes<>+24(SB)/4, $6
-DATA lanes<>+28(SB)/4, $7
-GLOBL lanes<>(SB), RODATA|NOPTR, $32
 
 DATA groupeps<>+0(SB)/4, $0x26901d7d // 1e-15, GROUP_MAX_EPS
 GLOBL groupeps<>(SB), RODATA|NOPTR, $4

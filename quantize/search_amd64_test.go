@@ -20,22 +20,26 @@ func TestMakeQXQuantsAVX2(t *testing.T) {
 }
 
 // TestQKXSearch8AVX2 compares the vector search of eight groups with the
-// plain one on the parameters of Q4_K and Q5_K with and without weights,
-// on the test groups of make_qx_quants (zeros of both signs, tiny and huge
-// scales, repeated values), on constant groups (max == min), and on groups
-// whose fitted min can come close to their max (values near a negative
-// constant beside an outlier), where iscale·(x-min) leaves RoundToEven's
-// exact range and the super-block goes to the plain search.
+// plain one on the parameters of Q2_K, Q4_K and Q5_K with and without
+// weights and of the weighted Q4_1 and Q5_1, on the test groups of
+// make_qx_quants (zeros of both signs, tiny and huge scales, repeated
+// values), on constant groups (max == min), and on groups whose fitted min
+// can come close to their max (values near a negative constant beside an
+// outlier), where iscale·(x-min) leaves RoundToEven's exact range and the
+// groups go to the plain search.
 func TestQKXSearch8AVX2(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2")
 	}
 	type params struct {
-		nmax         int
-		rmin, rdelta float32
-		nstep        int
+		nmax, n int
+		p       qkxParams
 	}
-	ps := []params{{15, -1, 0.1, 20}, {31, -0.5, 0.1, 15}, {15, -0.9, 0.05, 36}, {31, -0.9, 0.05, 36}}
+	ps := []params{
+		{3, 16, qkxParams{-0.5, 0.1, 15, true}}, {3, 16, qkxParams{-0.9, 0.05, 36, false}},
+		{15, 32, qkxParams{-1, 0.1, 20, false}}, {31, 32, qkxParams{-0.5, 0.1, 15, false}},
+		{15, 32, qkxParams{-0.9, 0.05, 36, false}}, {31, 32, qkxParams{-0.9, 0.05, 36, false}},
+	}
 	r := rand.New(rand.NewPCG(10, 1010))
 	iters := 30000
 	if testing.Short() {
@@ -43,17 +47,18 @@ func TestQKXSearch8AVX2(t *testing.T) {
 	}
 	for it := range iters {
 		p := ps[r.IntN(len(ps))]
-		var x [qkK]float32
-		var w [8][qkxVec]float32
+		n := p.n
+		x := make([]float32, 8*n)
+		w := make([]float32, 8*n)
 		for j := range 8 {
-			xs := x[qkxVec*j : qkxVec*(j+1)]
+			xs := x[n*j : n*(j+1)]
 			switch r.IntN(6) {
 			case 0:
 				c := -float32(r.ExpFloat64())
 				for i := range xs {
 					xs[i] = c * (1 + float32(r.NormFloat64())*1e-6)
 				}
-				xs[r.IntN(qkxVec)] = c * float32(1+r.IntN(1e6))
+				xs[r.IntN(n)] = c * float32(1+r.IntN(1e6))
 			case 1:
 				c := float32(r.NormFloat64())
 				if r.IntN(2) == 0 {
@@ -63,27 +68,27 @@ func TestQKXSearch8AVX2(t *testing.T) {
 					xs[i] = c
 				}
 			default:
-				copy(xs, qxTestGroup(r, qkxVec))
+				copy(xs, qxTestGroup(r, n))
 			}
-			for i := range w[j] {
-				w[j][i] = float32(r.ExpFloat64())
+			for i, v := range xs {
+				w[n*j+i] = float32(r.ExpFloat64())
 				switch r.IntN(6) {
 				case 0:
-					w[j][i] = float32(xs[i] * xs[i])
+					w[n*j+i] = float32(v * v)
 				case 1:
-					w[j][i] = 0
+					w[n*j+i] = 0
 				}
 			}
 		}
-		var L1, L2 [qkK]uint8
+		L1, L2 := make([]uint8, 8*n), make([]uint8, 8*n)
 		var s1, m1, s2, m2 [8]float32
-		qkxSearch8Generic(p.nmax, &x, &w, &L1, p.rmin, p.rdelta, p.nstep, &s1, &m1)
-		qkxSearch8(p.nmax, &x, &w, &L2, p.rmin, p.rdelta, p.nstep, &s2, &m2)
+		qkxSearch8Generic(p.nmax, x, n, w, L1, p.p, s1[:], m1[:])
+		qkxSearch8(p.nmax, x, n, w, L2, p.p, s2[:], m2[:])
 		for j := range 8 {
-			if math.Float32bits(s1[j]) != math.Float32bits(s2[j]) || math.Float32bits(m1[j]) != math.Float32bits(m2[j]) ||
-				[qkxVec]uint8(L1[qkxVec*j:]) != [qkxVec]uint8(L2[qkxVec*j:]) {
+			g := func(v []uint8) []uint8 { return v[n*j : n*(j+1)] }
+			if math.Float32bits(s1[j]) != math.Float32bits(s2[j]) || math.Float32bits(m1[j]) != math.Float32bits(m2[j]) || !slices.Equal(g(L1), g(L2)) {
 				t.Fatalf("iter %d %+v group %d x %v w %v:\nAVX2  %v %v %v\nplain %v %v %v", it, p, j,
-					x[qkxVec*j:qkxVec*(j+1)], w[j], s2[j], m2[j], L2[qkxVec*j:qkxVec*(j+1)], s1[j], m1[j], L1[qkxVec*j:qkxVec*(j+1)])
+					x[n*j:n*(j+1)], w[n*j:n*(j+1)], s2[j], m2[j], g(L2), s1[j], m1[j], g(L1))
 			}
 		}
 	}

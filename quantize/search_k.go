@@ -303,8 +303,7 @@ func makeQ3Quants(nmax int, x []float32, L []int8) float32 {
 // Speed-up that keeps ggml's result: a trial whose levels and min equal
 // those of the trial before it has the same sums, fit and error, which
 // cannot beat the best error again (it either is the best or lost to it),
-// so it is skipped. qkxSearch8 runs the squared-error search of the eight
-// groups of a Q4_K or Q5_K super-block at once.
+// so it is skipped. qkxSearch8 runs the search on eight groups at once.
 func makeQKXQuants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMAD bool) (scale, negMin float32) {
 	n := len(x)
 	weights, L, Laux = weights[:n], L[:n], Laux[:n]
@@ -351,21 +350,27 @@ func makeQKXQuants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta
 	return scale, -minv
 }
 
-// qkxVec is the group length of qkxSearch8 (the sub-blocks of Q4_K and
-// Q5_K, the blocks of Q4_1 and Q5_1).
-const qkxVec = 32
+// qkxParams are the search parameters of makeQKXQuants: inverse scales
+// (rmin + rdelta·is + nmax)/(max - min) for is = 0..nstep, and the absolute
+// error when useMAD is set.
+type qkxParams struct {
+	rmin, rdelta float32
+	nstep        int
+	useMAD       bool
+}
 
-// qkxMaxTrials bounds nstep+1 for qkxSearch8's vector form: Q4_K and Q5_K
-// with weights take 37 trials, the most of any caller.
+// qkxMaxTrials bounds nstep+1 for qkxSearch8's vector form: Q2_K, Q4_K and
+// Q5_K with weights and the weighted Q4_1 and Q5_1 take 37 trials, the most
+// of any caller.
 const qkxMaxTrials = 37
 
-// qkxSearch8Generic is qkxSearch8 in plain Go: makeQKXQuants with the
-// squared error on each of the eight groups of 32 of x, with weights w.
-func qkxSearch8Generic(nmax int, x *[qkK]float32, w *[8][qkxVec]float32, L *[qkK]uint8, rmin, rdelta float32, nstep int, scales, mins *[8]float32) {
-	var Laux [qkxVec]uint8
+// qkxSearch8Generic is qkxSearch8 in plain Go: makeQKXQuants on each of
+// the eight groups of n values of x, with weights w in the same layout.
+func qkxSearch8Generic(nmax int, x []float32, n int, w []float32, L []uint8, p qkxParams, scales, mins []float32) {
+	var Laux [maxGroup]uint8
 	for j := range 8 {
-		xs := x[qkxVec*j : qkxVec*(j+1)]
-		scales[j], mins[j] = makeQKXQuants(nmax, xs, w[j][:], L[qkxVec*j:], Laux[:], rmin, rdelta, nstep, false)
+		g := x[n*j : n*(j+1)]
+		scales[j], mins[j] = makeQKXQuants(nmax, g, w[n*j:n*(j+1)], L[n*j:], Laux[:], p.rmin, p.rdelta, p.nstep, p.useMAD)
 	}
 }
 
