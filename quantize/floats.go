@@ -84,13 +84,14 @@ func encodeFiniteF32(dst []byte, src []float32, _ []float32) bool {
 	return true
 }
 
-// encodeFiniteF16 is encodeRowF16 fused with the finiteness check. A group
+// encodeFiniteF16Generic is encodeRowF16 fused with the finiteness check,
+// in plain Go (encodeFiniteF16 runs VCVTPS2PH where the CPU has it). A group
 // whose magnitudes all lie in [2^-14, 65520) (0x38800000 to 0x477FF000 as
 // bits), the usual case, holds only values with a normal half, and
 // FP32ToFP16 of each is its sign and halfNormal, so the group is converted
 // without FP32ToFP16's range branches; any other group goes value by value
 // through FP32ToFP16.
-func encodeFiniteF16(dst []byte, src []float32, _ []float32) bool {
+func encodeFiniteF16Generic(dst []byte, src []float32, _ []float32) bool {
 	dst = dst[:2*len(src)]
 	i := 0
 	for ; i+floatGroup <= len(src); i += floatGroup {
@@ -120,9 +121,10 @@ func encodeFiniteF16(dst []byte, src []float32, _ []float32) bool {
 	return true
 }
 
-// encodeFiniteBF16 is encodeRowBF16 fused with the finiteness check; once a
-// group is known to hold no NaN, FP32ToBF16 of each value is bf16Round.
-func encodeFiniteBF16(dst []byte, src []float32, _ []float32) bool {
+// encodeFiniteBF16Generic is encodeRowBF16 fused with the finiteness check,
+// in plain Go (encodeFiniteBF16 runs on vectors with AVX2); once a group is
+// known to hold no NaN, FP32ToBF16 of each value is bf16Round.
+func encodeFiniteBF16Generic(dst []byte, src []float32, _ []float32) bool {
 	dst = dst[:2*len(src)]
 	i := 0
 	for ; i+floatGroup <= len(src); i += floatGroup {

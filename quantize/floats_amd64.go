@@ -15,6 +15,12 @@ func f16ToF32F16C(dst *float32, src *byte, n int)
 func bf16ToF32AVX2(dst *float32, src *byte, n int)
 
 //go:noescape
+func f32ToF16FiniteF16C(dst *byte, src *float32, n int) bool
+
+//go:noescape
+func f32ToBF16FiniteAVX2(dst *byte, src *float32, n int) bool
+
+//go:noescape
 func halvesFiniteAVX2(p *byte, n int, exp uint16) bool
 
 //go:noescape
@@ -22,6 +28,24 @@ func floatsFiniteAVX2(p *float32, n int) bool
 
 // useF16C selects VCVTPH2PS for the F16 decoder.
 var useF16C = cpu.X86.HasAVX && cpu.X86.HasF16C
+
+func encodeFiniteF16(dst []byte, src []float32, imatrix []float32) bool {
+	n := len(src) &^ 15
+	if !useF16C || n == 0 {
+		return encodeFiniteF16Generic(dst, src, imatrix)
+	}
+	dst = dst[:2*len(src)]
+	return f32ToF16FiniteF16C(&dst[0], &src[0], n) && encodeFiniteF16Generic(dst[2*n:], src[n:], imatrix)
+}
+
+func encodeFiniteBF16(dst []byte, src []float32, imatrix []float32) bool {
+	n := len(src) &^ 15
+	if !useAVX2 || n == 0 {
+		return encodeFiniteBF16Generic(dst, src, imatrix)
+	}
+	dst = dst[:2*len(src)]
+	return f32ToBF16FiniteAVX2(&dst[0], &src[0], n) && encodeFiniteBF16Generic(dst[2*n:], src[n:], imatrix)
+}
 
 func decodeRowF16(dst []float32, src []byte) {
 	n := len(dst) &^ 31

@@ -108,3 +108,98 @@ floop:
 	SETEQ    ret+16(FP)
 	VZEROUPPER
 	RET
+
+// func f32ToF16FiniteF16C(dst *byte, src *float32, n int) bool
+//
+// Narrows n float32 (n a multiple of 16) to half precision with VCVTPS2PH
+// rounding to nearest even, which for finite values is ggml's conversion
+// (subnormal halves included, overflow to infinity). It stops, returning
+// false, at the first group of 16 holding a NaN or an infinity.
+TEXT ·f32ToF16FiniteF16C(SB), NOSPLIT, $0-25
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         $0x7f800000, AX
+	MOVD         AX, X15
+	VPBROADCASTD X15, Y15
+
+tohloop:
+	VMOVUPS   (SI), Y0
+	VMOVUPS   32(SI), Y1
+	VPAND     Y15, Y0, Y2
+	VPAND     Y15, Y1, Y3
+	VPCMPEQD  Y15, Y2, Y2
+	VPCMPEQD  Y15, Y3, Y3
+	VPOR      Y3, Y2, Y2
+	VPTEST    Y2, Y2
+	JNZ       tohbad
+	VCVTPS2PH $0, Y0, (DI)
+	VCVTPS2PH $0, Y1, 16(DI)
+	ADDQ      $64, SI
+	ADDQ      $32, DI
+	SUBQ      $16, CX
+	JNZ       tohloop
+	MOVB      $1, ret+24(FP)
+	VZEROUPPER
+	RET
+
+tohbad:
+	MOVB $0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func f32ToBF16FiniteAVX2(dst *byte, src *float32, n int) bool
+//
+// Rounds n float32 (n a multiple of 16) to bfloat16 as ggml does, the 16
+// dropped bits to nearest even: (u + 0x7FFF + (u>>16 & 1)) >> 16. It
+// stops, returning false, at the first group of 16 holding a NaN or an
+// infinity.
+TEXT ·f32ToBF16FiniteAVX2(SB), NOSPLIT, $0-25
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         $0x7f800000, AX
+	MOVD         AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x7fff, AX
+	MOVD         AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $1, AX
+	MOVD         AX, X13
+	VPBROADCASTD X13, Y13
+
+tobloop:
+	VMOVDQU  (SI), Y0
+	VMOVDQU  32(SI), Y1
+	VPAND    Y15, Y0, Y2
+	VPAND    Y15, Y1, Y3
+	VPCMPEQD Y15, Y2, Y2
+	VPCMPEQD Y15, Y3, Y3
+	VPOR     Y3, Y2, Y2
+	VPTEST   Y2, Y2
+	JNZ      tobbad
+	VPSRLD   $16, Y0, Y2
+	VPSRLD   $16, Y1, Y3
+	VPAND    Y13, Y2, Y2
+	VPAND    Y13, Y3, Y3
+	VPADDD   Y14, Y2, Y2
+	VPADDD   Y14, Y3, Y3
+	VPADDD   Y2, Y0, Y0
+	VPADDD   Y3, Y1, Y1
+	VPSRLD   $16, Y0, Y0
+	VPSRLD   $16, Y1, Y1
+	VPACKUSDW Y1, Y0, Y0
+	VPERMQ   $0xd8, Y0, Y0
+	VMOVDQU  Y0, (DI)
+	ADDQ     $64, SI
+	ADDQ     $32, DI
+	SUBQ     $16, CX
+	JNZ      tobloop
+	MOVB     $1, ret+24(FP)
+	VZEROUPPER
+	RET
+
+tobbad:
+	MOVB $0, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -94,5 +95,56 @@ func TestFiniteScansAsm(t *testing.T) {
 		if got, want := firstNonFinite(src), firstNonFiniteGeneric(src); got != want {
 			t.Fatalf("iter %d n %d: firstNonFinite %d, want %d", it, n, got, want)
 		}
+	}
+}
+
+// TestEncodeHalvesAsm compares the vector F16 and BF16 encoders with the Go
+// forms: every sign, exponent and top mantissa bits (the upper 16 bits of
+// the float32) with low bits at and around the rounding ties of normal and
+// subnormal halves and of bfloat16, and random ones; then rows with a NaN
+// or an infinity, which both must refuse.
+func TestEncodeHalvesAsm(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 44))
+	lows := []uint32{0, 1, 0x0FFF, 0x1000, 0x1001, 0x1FFF, 0x2000, 0x2FFF, 0x3000, 0x3001, 0x4000, 0x7FFF, 0x8000, 0x8001, 0xBFFF, 0xC000, 0xFFFF}
+	var src []float32
+	for hi := range uint32(1 << 16) {
+		if hi&0x7F80 == 0x7F80 {
+			continue // NaN and infinity: below
+		}
+		for _, lo := range lows {
+			src = append(src, math.Float32frombits(hi<<16|lo))
+		}
+		src = append(src, math.Float32frombits(hi<<16|uint32(r.IntN(1<<16))))
+	}
+	src = src[:len(src)-5] // a tail for the Go form
+	for _, c := range []struct {
+		name      string
+		got, want func([]byte, []float32, []float32) bool
+	}{
+		{"F16", encodeFiniteF16, encodeFiniteF16Generic},
+		{"BF16", encodeFiniteBF16, encodeFiniteBF16Generic},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, want := make([]byte, 2*len(src)), make([]byte, 2*len(src))
+			okGot, okWant := c.got(got, src, nil), c.want(want, src, nil)
+			if !okGot || !okWant {
+				t.Fatalf("finite input refused: %v %v", okGot, okWant)
+			}
+			for i := range src {
+				g, w := binary.LittleEndian.Uint16(got[2*i:]), binary.LittleEndian.Uint16(want[2*i:])
+				if g != w {
+					t.Fatalf("%#08x: %#04x, want %#04x", math.Float32bits(src[i]), g, w)
+				}
+			}
+			for _, bad := range []uint32{0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF} {
+				for _, n := range []int{16, 47, 64} {
+					row := slices.Clone(src[:n])
+					row[r.IntN(n)] = math.Float32frombits(bad)
+					if c.got(make([]byte, 2*n), row, nil) {
+						t.Fatalf("n %d: %#08x accepted", n, bad)
+					}
+				}
+			}
+		})
 	}
 }

@@ -4,6 +4,14 @@ package quantize
 
 // Without the amd64 assembly, the float conversions and scans run in plain Go.
 
+func encodeFiniteF16(dst []byte, src []float32, imatrix []float32) bool {
+	return encodeFiniteF16Generic(dst, src, imatrix)
+}
+
+func encodeFiniteBF16(dst []byte, src []float32, imatrix []float32) bool {
+	return encodeFiniteBF16Generic(dst, src, imatrix)
+}
+
 func decodeRowF16(dst []float32, src []byte) { decodeRowF16Generic(dst, src) }
 
 func decodeRowBF16(dst []float32, src []byte) { decodeRowBF16Generic(dst, src) }
