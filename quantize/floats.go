@@ -58,10 +58,10 @@ func groupMagnitudes(g *[floatGroup]float32) (lo, hi uint32) {
 	return lo, hi
 }
 
-// encodeFiniteF32 is encodeRowF32 fused with the finiteness check: it
-// returns false, having stopped, at the first group holding a NaN or an
-// infinity.
-func encodeFiniteF32(dst []byte, src []float32, _ []float32) bool {
+// encodeFiniteF32Generic is encodeRowF32 fused with the finiteness check,
+// in plain Go (encodeFiniteF32 runs on vectors with AVX2): it returns false,
+// having stopped, at the first group holding a NaN or an infinity.
+func encodeFiniteF32Generic(dst []byte, src []float32, _ []float32) bool {
 	dst = dst[:4*len(src)]
 	i := 0
 	for ; i+floatGroup <= len(src); i += floatGroup {

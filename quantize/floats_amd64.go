@@ -15,6 +15,9 @@ func f16ToF32F16C(dst *float32, src *byte, n int)
 func bf16ToF32AVX2(dst *float32, src *byte, n int)
 
 //go:noescape
+func f32CopyFiniteAVX2(dst *byte, src *float32, n int) bool
+
+//go:noescape
 func f32ToF16FiniteF16C(dst *byte, src *float32, n int) bool
 
 //go:noescape
@@ -28,6 +31,15 @@ func floatsFiniteAVX2(p *float32, n int) bool
 
 // useF16C selects VCVTPH2PS for the F16 decoder.
 var useF16C = cpu.X86.HasAVX && cpu.X86.HasF16C
+
+func encodeFiniteF32(dst []byte, src []float32, imatrix []float32) bool {
+	n := len(src) &^ 15
+	if !useAVX2 || n == 0 {
+		return encodeFiniteF32Generic(dst, src, imatrix)
+	}
+	dst = dst[:4*len(src)]
+	return f32CopyFiniteAVX2(&dst[0], &src[0], n) && encodeFiniteF32Generic(dst[4*n:], src[n:], imatrix)
+}
 
 func encodeFiniteF16(dst []byte, src []float32, imatrix []float32) bool {
 	n := len(src) &^ 15

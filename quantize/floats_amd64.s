@@ -203,3 +203,40 @@ tobbad:
 	MOVB $0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func f32CopyFiniteAVX2(dst *byte, src *float32, n int) bool
+//
+// Copies n float32 (n a multiple of 16), stopping, with false, at the first
+// group of 16 holding a NaN or an infinity.
+TEXT ·f32CopyFiniteAVX2(SB), NOSPLIT, $0-25
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         $0x7f800000, AX
+	MOVD         AX, X15
+	VPBROADCASTD X15, Y15
+
+cploop:
+	VMOVDQU  (SI), Y0
+	VMOVDQU  32(SI), Y1
+	VPAND    Y15, Y0, Y2
+	VPAND    Y15, Y1, Y3
+	VPCMPEQD Y15, Y2, Y2
+	VPCMPEQD Y15, Y3, Y3
+	VPOR     Y3, Y2, Y2
+	VPTEST   Y2, Y2
+	JNZ      cpbad
+	VMOVDQU  Y0, (DI)
+	VMOVDQU  Y1, 32(DI)
+	ADDQ     $64, SI
+	ADDQ     $64, DI
+	SUBQ     $16, CX
+	JNZ      cploop
+	MOVB     $1, ret+24(FP)
+	VZEROUPPER
+	RET
+
+cpbad:
+	MOVB $0, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -98,8 +98,8 @@ func TestFiniteScansAsm(t *testing.T) {
 	}
 }
 
-// TestEncodeHalvesAsm compares the vector F16 and BF16 encoders with the Go
-// forms: every sign, exponent and top mantissa bits (the upper 16 bits of
+// TestEncodeHalvesAsm compares the vector F32, F16 and BF16 encoders with
+// the Go forms: every sign, exponent and top mantissa bits (the upper 16 bits of
 // the float32) with low bits at and around the rounding ties of normal and
 // subnormal halves and of bfloat16, and random ones; then rows with a NaN
 // or an infinity, which both must refuse.
@@ -121,26 +121,28 @@ func TestEncodeHalvesAsm(t *testing.T) {
 		name      string
 		got, want func([]byte, []float32, []float32) bool
 	}{
+		{"F32", encodeFiniteF32, encodeFiniteF32Generic},
 		{"F16", encodeFiniteF16, encodeFiniteF16Generic},
 		{"BF16", encodeFiniteBF16, encodeFiniteBF16Generic},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, want := make([]byte, 2*len(src)), make([]byte, 2*len(src))
+			got, want := make([]byte, 4*len(src)), make([]byte, 4*len(src))
 			okGot, okWant := c.got(got, src, nil), c.want(want, src, nil)
 			if !okGot || !okWant {
 				t.Fatalf("finite input refused: %v %v", okGot, okWant)
 			}
-			for i := range src {
-				g, w := binary.LittleEndian.Uint16(got[2*i:]), binary.LittleEndian.Uint16(want[2*i:])
-				if g != w {
-					t.Fatalf("%#08x: %#04x, want %#04x", math.Float32bits(src[i]), g, w)
+			if i := slices.Compare(got, want); i != 0 {
+				for i := range src {
+					if g, w := got[4*i:4*i+4], want[4*i:4*i+4]; !slices.Equal(g, w) {
+						t.Fatalf("around %#08x: % x, want % x", math.Float32bits(src[i]), g, w)
+					}
 				}
 			}
 			for _, bad := range []uint32{0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF} {
 				for _, n := range []int{16, 47, 64} {
 					row := slices.Clone(src[:n])
 					row[r.IntN(n)] = math.Float32frombits(bad)
-					if c.got(make([]byte, 2*n), row, nil) {
+					if c.got(make([]byte, 4*n), row, nil) {
 						t.Fatalf("n %d: %#08x accepted", n, bad)
 					}
 				}

@@ -4,6 +4,10 @@ package quantize
 
 // Without the amd64 assembly, the float conversions and scans run in plain Go.
 
+func encodeFiniteF32(dst []byte, src []float32, imatrix []float32) bool {
+	return encodeFiniteF32Generic(dst, src, imatrix)
+}
+
 func encodeFiniteF16(dst []byte, src []float32, imatrix []float32) bool {
 	return encodeFiniteF16Generic(dst, src, imatrix)
 }
