@@ -218,9 +218,11 @@ func encodeQ3K(dst []byte, src, imatrix []float32) {
 		if imatrix == nil {
 			// quantize_row_q3_K_ref: the scale of largest magnitude (first
 			// wins) sets the 6-bit grid iscale = -32/max.
+			for h := range 2 {
+				q3Search8(4, x[128*h:128*h+128], L[128*h:], scales[8*h:])
+			}
 			var maxScale, amax float32
 			for j := range 16 {
-				scales[j] = makeQ3Quants(4, x[16*j:16*j+16], L[16*j:])
 				if a := abs32(scales[j]); a > amax {
 					amax, maxScale = a, scales[j]
 				}

@@ -16,6 +16,9 @@ func qxTrialsAVX2(x, w, wx *float32, n int, iscale *[24]float32, lohi *[2]float3
 func qx8AVX2(x, w *float32, n int, nums *[19]float32, lohi *[2]float32, s *qx8State)
 
 //go:noescape
+func q3x8AVX2(x *float32, s *q3x8State, nmax float32) bool
+
+//go:noescape
 func qkx8AVX2(x, w *float32, n int, s *qkx8State, nums *float32, ntrials int, nmax float32, mad bool) bool
 
 // useAVX2 selects the vector kernels.
@@ -167,6 +170,46 @@ func qkxSearch8(nmax int, x []float32, n int, w []float32, L []uint8, p qkxParam
 		scales[j], mins[j] = s.scale[j], -s.minv[j]
 		for i := range Lj {
 			Lj[i] = uint8(s.best[i][j])
+		}
+	}
+}
+
+// q3x8State is q3x8AVX2's working set: the eight groups of 16, x², x³ and
+// the levels as floats transposed (value i of group j at [i][j]), the
+// final levels as int32, and per group the scale and a mask of the groups
+// below GROUP_MAX_EPS.
+type q3x8State struct {
+	x, w, wx, L [16][8]float32
+	Li          [16][8]int32
+	scale       [8]float32
+	zero        [8]uint32
+}
+
+// q3Search8 is makeQ3Quants on the eight groups of 16 of x: the levels go
+// to L, the scales to scales. With AVX2 the groups run side by side in the
+// lanes of q3x8AVX2; where a level leaves RoundToEven's exact range they
+// are searched again in plain Go.
+func q3Search8(nmax int, x []float32, L []int8, scales []float32) {
+	if !useAVX2 {
+		q3Search8Generic(nmax, x, L, scales)
+		return
+	}
+	x, L, scales = x[:128], L[:128], scales[:8]
+	var s q3x8State
+	if !q3x8AVX2(&x[0], &s, float32(nmax)) {
+		q3Search8Generic(nmax, x, L, scales)
+		return
+	}
+	for j := range 8 {
+		Lj := L[16*j : 16*(j+1)]
+		if s.zero[j] != 0 {
+			scales[j] = 0
+			clear(Lj)
+			continue
+		}
+		scales[j] = s.scale[j]
+		for i := range Lj {
+			Lj[i] = int8(s.Li[i][j] + int32(nmax))
 		}
 	}
 }

@@ -481,3 +481,167 @@ qxfill:
 	JLT       qxfill
 	VZEROUPPER
 	RET
+
+// Offsets in q3x8State: x, w = x², wx = w·x and the levels L as floats
+// ([16][8]float32, value i of group j at [i][j]), the levels as int32,
+// then per group the scale and a mask of the all-zero groups.
+#define TX 0
+#define TW 512
+#define TWX 1024
+#define TL 1536
+#define TLI 2048
+#define TSCALE 2560
+#define TZERO 2592
+
+DATA absmask8<>+0(SB)/4, $0x7fffffff
+DATA absmask8<>+4(SB)/4, $0x7fffffff
+DATA absmask8<>+8(SB)/4, $0x7fffffff
+DATA absmask8<>+12(SB)/4, $0x7fffffff
+DATA absmask8<>+16(SB)/4, $0x7fffffff
+DATA absmask8<>+20(SB)/4, $0x7fffffff
+DATA absmask8<>+24(SB)/4, $0x7fffffff
+DATA absmask8<>+28(SB)/4, $0x7fffffff
+GLOBL absmask8<>(SB), RODATA|NOPTR, $32
+
+// func q3x8AVX2(x *float32, s *q3x8State, nmax float32) bool
+//
+// make_q3_quants (do_rmse set, weights x²) for the eight groups of 16 that
+// follow each other at x, group j in lane j, each lane doing ggml's scalar
+// operations in ggml's order with every product its own VMULPS (no FMA):
+// the levels of -nmax/max (max the value of largest magnitude, the first
+// on ties), then up to five rounds over the values, each moving a level to
+// nearest_int(x·sl2/slx) when that improves the fit. The rounds go on
+// while some lane changes a level; a round that changes nothing in a lane
+// leaves it as it is, as ggml's early exit does. Groups below GROUP_MAX_EPS
+// run with max 1, their results dropped. The result is false when some
+// x·sl2/slx that ggml rounds was not below 2^22 in magnitude (or NaN),
+// where RoundToEven is not nearest_int: s is then not to be used.
+TEXT ·q3x8AVX2(SB), NOSPLIT, $0-25
+	MOVQ         x+0(FP), R8
+	MOVQ         s+8(FP), DI
+	VBROADCASTSS nmax+16(FP), Y14
+	VXORPS       Y13, Y13, Y13
+	VSUBPS       Y14, Y13, Y15 // lo = -nmax
+	VBROADCASTSS one<>(SB), Y0
+	VSUBPS       Y0, Y14, Y14  // hi = nmax - 1
+	VBROADCASTSS lim22<>(SB), Y12
+	VXORPS       Y10, Y10, Y10 // out-of-range values seen
+	MOVQ         $16, AX
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y0
+	VPMULLD      lanes<>(SB), Y0, Y11 // group offsets 0, 16, …, 112
+	VXORPS       Y5, Y5, Y5           // max
+	VXORPS       Y6, Y6, Y6           // amax
+	XORQ         AX, AX
+
+q3prep:
+	VPCMPEQD   Y2, Y2, Y2
+	VGATHERDPS Y2, (R8)(Y11*4), Y0
+	VMOVUPS    Y0, TX(DI)(AX*1)
+	VMULPS     Y0, Y0, Y1            // w = x·x
+	VMOVUPS    Y1, TW(DI)(AX*1)
+	VMULPS     Y0, Y1, Y1            // w·x
+	VMOVUPS    Y1, TWX(DI)(AX*1)
+	VANDPS     absmask8<>(SB), Y0, Y2
+	VCMPPS     $0x1e, Y6, Y2, Y3     // |x| > amax
+	VBLENDVPS  Y3, Y2, Y6, Y6
+	VBLENDVPS  Y3, Y0, Y5, Y5
+	ADDQ       $4, R8
+	ADDQ       $32, AX
+	CMPQ       AX, $512
+	JLT        q3prep
+
+	VBROADCASTSS groupeps<>(SB), Y0
+	VCMPPS       $0x11, Y0, Y6, Y1 // amax < GROUP_MAX_EPS
+	VMOVUPS      Y1, TZERO(DI)
+	VBROADCASTSS one<>(SB), Y0
+	VBLENDVPS    Y1, Y0, Y5, Y5
+	VDIVPS       Y5, Y15, Y9       // iscale = -nmax/max
+	VXORPS       Y0, Y0, Y0        // sumlx
+	VXORPS       Y1, Y1, Y1        // suml2
+	XORQ         AX, AX
+
+q3start:
+	VMULPS   TX(DI)(AX*1), Y9, Y3
+	VROUNDPS $0, Y3, Y3
+	VMINPS   Y14, Y3, Y3
+	VMAXPS   Y15, Y3, Y3
+	VMOVUPS  Y3, TL(DI)(AX*1)
+	VMULPS   TWX(DI)(AX*1), Y3, Y4 // w·x·l
+	VADDPS   Y4, Y0, Y0
+	VMULPS   TW(DI)(AX*1), Y3, Y4  // w·l·l
+	VMULPS   Y3, Y4, Y4
+	VADDPS   Y4, Y1, Y1
+	ADDQ     $32, AX
+	CMPQ     AX, $512
+	JLT      q3start
+
+	MOVQ $5, CX
+
+q3round:
+	VXORPS Y2, Y2, Y2 // levels changed in this round
+	XORQ   AX, AX
+
+q3value:
+	VMOVUPS   TL(DI)(AX*1), Y11      // l
+	VMULPS    TWX(DI)(AX*1), Y11, Y3
+	VSUBPS    Y3, Y0, Y3             // slx = sumlx - w·x·l
+	VCMPPS    $0x1e, Y13, Y3, Y4     // slx > 0
+	VMULPS    TW(DI)(AX*1), Y11, Y5
+	VMULPS    Y11, Y5, Y5
+	VSUBPS    Y5, Y1, Y5             // sl2 = suml2 - w·l·l
+	VMULPS    TX(DI)(AX*1), Y5, Y6   // x·sl2
+	VDIVPS    Y3, Y6, Y6             // / slx
+	VANDPS    absmask8<>(SB), Y6, Y7
+	VCMPPS    $0x11, Y12, Y7, Y7     // in range
+	VANDNPS   Y4, Y7, Y7             // out of range where it counts
+	VORPS     Y7, Y10, Y10
+	VROUNDPS  $0, Y6, Y6
+	VMINPS    Y14, Y6, Y6
+	VMAXPS    Y15, Y6, Y6            // new_l
+	VCMPPS    $4, Y11, Y6, Y7        // new_l != l
+	VANDPS    Y7, Y4, Y4
+	VMULPS    TWX(DI)(AX*1), Y6, Y7
+	VADDPS    Y7, Y3, Y3             // slx += w·x·new_l
+	VMULPS    TW(DI)(AX*1), Y6, Y7
+	VMULPS    Y6, Y7, Y7
+	VADDPS    Y7, Y5, Y5             // sl2 += w·new_l·new_l
+	VCMPPS    $0x1e, Y13, Y5, Y7     // sl2 > 0
+	VANDPS    Y7, Y4, Y4
+	VMULPS    Y3, Y3, Y7
+	VMULPS    Y1, Y7, Y7             // slx·slx·suml2
+	VMULPS    Y0, Y0, Y8
+	VMULPS    Y5, Y8, Y8             // sumlx·sumlx·sl2
+	VCMPPS    $0x1e, Y8, Y7, Y7
+	VANDPS    Y7, Y4, Y4             // accepted
+	VBLENDVPS Y4, Y6, Y11, Y11
+	VMOVUPS   Y11, TL(DI)(AX*1)
+	VBLENDVPS Y4, Y3, Y0, Y0
+	VBLENDVPS Y4, Y5, Y1, Y1
+	VORPS     Y4, Y2, Y2
+	ADDQ      $32, AX
+	CMPQ      AX, $512
+	JLT       q3value
+
+	VPTEST Y2, Y2
+	JZ     q3done
+	DECQ   CX
+	JNZ    q3round
+
+q3done:
+	VDIVPS  Y1, Y0, Y3
+	VCMPPS  $0x1e, Y13, Y1, Y4 // suml2 > 0
+	VANDPS  Y4, Y3, Y3
+	VMOVUPS Y3, TSCALE(DI)
+	XORQ    AX, AX
+
+q3out:
+	VCVTTPS2DQ TL(DI)(AX*1), Y3
+	VMOVDQU    Y3, TLI(DI)(AX*1)
+	ADDQ       $32, AX
+	CMPQ       AX, $512
+	JLT        q3out
+	VPTEST     Y10, Y10
+	SETEQ      ret+24(FP)
+	VZEROUPPER
+	RET

@@ -148,3 +148,46 @@ func TestQXSearch8AVX2(t *testing.T) {
 		}
 	}
 }
+
+// TestQ3Search8AVX2 compares the vector make_q3_quants of eight groups with
+// the plain one on the test groups of make_qx_quants and on all-zero and
+// tiny groups (below GROUP_MAX_EPS), with Q3_K's nmax and others.
+func TestQ3Search8AVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(13, 1313))
+	iters := 40000
+	if testing.Short() {
+		iters = 4000
+	}
+	for it := range iters {
+		nmax := []int{4, 4, 8, 16}[r.IntN(4)]
+		x := make([]float32, 128)
+		for j := range 8 {
+			g := x[16*j : 16*(j+1)]
+			switch r.IntN(8) {
+			case 0:
+				for i := range g {
+					g[i] = float32(r.NormFloat64() * 1e-16)
+				}
+			case 1:
+				for i := range g {
+					g[i] = math.Float32frombits(uint32(r.IntN(2)) << 31)
+				}
+			default:
+				copy(g, qxTestGroup(r, 16))
+			}
+		}
+		L1, L2 := make([]int8, 128), make([]int8, 128)
+		var s1, s2 [8]float32
+		q3Search8Generic(nmax, x, L1, s1[:])
+		q3Search8(nmax, x, L2, s2[:])
+		for j := range 8 {
+			if math.Float32bits(s1[j]) != math.Float32bits(s2[j]) || !slices.Equal(L1[16*j:16*(j+1)], L2[16*j:16*(j+1)]) {
+				t.Fatalf("iter %d nmax %d group %d x %v:\nAVX2  %v %v\nplain %v %v", it, nmax, j, x[16*j:16*(j+1)],
+					s2[j], L2[16*j:16*(j+1)], s1[j], L1[16*j:16*(j+1)])
+			}
+		}
+	}
+}

@@ -15,3 +15,5 @@ func qkxSearch8(nmax int, x []float32, n int, w []float32, L []uint8, p qkxParam
 func qxSearch8(nmax int, x []float32, n int, L []int8, qw []float32, scales []float32) {
 	qxSearch8Generic(nmax, x, n, L, qw, scales)
 }
+
+func q3Search8(nmax int, x []float32, L []int8, scales []float32) { q3Search8Generic(nmax, x, L, scales) }

@@ -288,6 +288,14 @@ func makeQ3Quants(nmax int, x []float32, L []int8) float32 {
 	return 0
 }
 
+// q3Search8Generic is q3Search8 in plain Go: makeQ3Quants on each of the
+// eight groups of 16 of x.
+func q3Search8Generic(nmax int, x []float32, L []int8, scales []float32) {
+	for j := range 8 {
+		scales[j] = makeQ3Quants(nmax, x[16*j:16*(j+1)], L[16*j:])
+	}
+}
+
 // makeQKXQuants is ggml's make_qkx2_quants and make_qkx3_quants, which are
 // the same search once weights are given (make_qkx3_quants only adds an x²
 // fallback for NULL weights, which no caller uses, and tests max <= min where
