@@ -16,4 +16,6 @@ func qxSearch8(nmax int, x []float32, n int, L []int8, qw []float32, scales []fl
 	qxSearch8Generic(nmax, x, n, L, qw, scales)
 }
 
-func q3Search8(nmax int, x []float32, L []int8, scales []float32) { q3Search8Generic(nmax, x, L, scales) }
+func q3Search8(nmax int, x []float32, L []int8, scales []float32) {
+	q3Search8Generic(nmax, x, L, scales)
+}
