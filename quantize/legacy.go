@@ -65,6 +65,23 @@ func legacyWeights(w *[qkLegacy]float32, x, qw []float32, sigma2 float32) {
 	}
 }
 
+// legacyRuns calls fn on the runs of up to eight consecutive blocks of 32
+// of src (i0 the index of the first, x their values) with their weights w
+// (legacyWeights, σ² of the whole row): the unit of the vector searches.
+func legacyRuns(src, imatrix []float32, fn func(i0 int, x, w []float32)) {
+	sigma2 := rowSigma2(src)
+	var w [qkK]float32
+	nb := len(src) / qkLegacy
+	for i0 := 0; i0 < nb; i0 += 8 {
+		k := min(8, nb-i0)
+		x := src[i0*qkLegacy : (i0+k)*qkLegacy]
+		for b := range k {
+			legacyWeights((*[qkLegacy]float32)(w[qkLegacy*b:]), x[qkLegacy*b:], imatrix[(i0+b)*qkLegacy:], sigma2)
+		}
+		fn(i0, x, w[:k*qkLegacy])
+	}
+}
+
 // qxSearchBlocks is makeQXQuants on the len(d) ≤ 8 consecutive blocks of
 // 32 of x with weights w in the same layout: block b's levels go to L[32b:],
 // its scale to d[b]. A run of eight goes through qxSearch8.
@@ -127,18 +144,11 @@ func encodeQ4_0(dst []byte, src, imatrix []float32) {
 		return
 	}
 	const bs = 18
-	sigma2 := rowSigma2(src)
-	var w [qkK]float32
 	var Ls [qkK]int8
 	var ds [8]float32
-	nb := len(src) / qkLegacy
-	for i0 := 0; i0 < nb; i0 += 8 {
-		k := min(8, nb-i0)
-		x := src[i0*qkLegacy : (i0+k)*qkLegacy]
-		for b := range k {
-			legacyWeights((*[qkLegacy]float32)(w[qkLegacy*b:]), x[qkLegacy*b:], imatrix[(i0+b)*qkLegacy:], sigma2)
-		}
-		qxSearchBlocks(8, x, Ls[:], w[:], ds[:k])
+	legacyRuns(src, imatrix, func(i0 int, x, w []float32) {
+		k := len(x) / qkLegacy
+		qxSearchBlocks(8, x, Ls[:], w, ds[:k])
 		for b, d := range ds[:k] {
 			y := (*[bs]byte)(dst[(i0+b)*bs:])
 			L := (*[qkLegacy]int8)(Ls[qkLegacy*b:])
@@ -147,7 +157,7 @@ func encodeQ4_0(dst []byte, src, imatrix []float32) {
 				y[2+j] = uint8(L[j]) | uint8(L[j+16])<<4
 			}
 		}
-	}
+	})
 }
 
 // encodeQ4_0Ref is quantize_row_q4_0_ref. It stops, returning false, at the
@@ -196,18 +206,11 @@ func encodeQ4_1(dst []byte, src, imatrix []float32) {
 		return
 	}
 	const bs = 20
-	sigma2 := rowSigma2(src)
-	var w [qkK]float32
 	var Ls [qkK]uint8
 	var ds, negMins [8]float32
-	nb := len(src) / qkLegacy
-	for i0 := 0; i0 < nb; i0 += 8 {
-		k := min(8, nb-i0)
-		x := src[i0*qkLegacy : (i0+k)*qkLegacy]
-		for b := range k {
-			legacyWeights((*[qkLegacy]float32)(w[qkLegacy*b:]), x[qkLegacy*b:], imatrix[(i0+b)*qkLegacy:], sigma2)
-		}
-		qkxSearchBlocks(15, x, w[:], Ls[:], ds[:k], negMins[:k])
+	legacyRuns(src, imatrix, func(i0 int, x, w []float32) {
+		k := len(x) / qkLegacy
+		qkxSearchBlocks(15, x, w, Ls[:], ds[:k], negMins[:k])
 		for b, d := range ds[:k] {
 			y := (*[bs]byte)(dst[(i0+b)*bs:])
 			L := (*[qkLegacy]uint8)(Ls[qkLegacy*b:])
@@ -217,7 +220,7 @@ func encodeQ4_1(dst []byte, src, imatrix []float32) {
 				y[4+j] = L[j] | L[j+16]<<4
 			}
 		}
-	}
+	})
 }
 
 // encodeQ4_1Ref is quantize_row_q4_1_ref. It stops, returning false, at the
@@ -277,19 +280,12 @@ func encodeQ5_0(dst []byte, src, imatrix []float32) {
 		return
 	}
 	const bs = 22
-	sigma2 := rowSigma2(src)
-	var w [qkK]float32
 	var Ls [qkK]int8
 	var L [qkLegacy]uint8
 	var ds [8]float32
-	nb := len(src) / qkLegacy
-	for i0 := 0; i0 < nb; i0 += 8 {
-		k := min(8, nb-i0)
-		x := src[i0*qkLegacy : (i0+k)*qkLegacy]
-		for b := range k {
-			legacyWeights((*[qkLegacy]float32)(w[qkLegacy*b:]), x[qkLegacy*b:], imatrix[(i0+b)*qkLegacy:], sigma2)
-		}
-		qxSearchBlocks(16, x, Ls[:], w[:], ds[:k])
+	legacyRuns(src, imatrix, func(i0 int, x, w []float32) {
+		k := len(x) / qkLegacy
+		qxSearchBlocks(16, x, Ls[:], w, ds[:k])
 		for b, d := range ds[:k] {
 			y := (*[bs]byte)(dst[(i0+b)*bs:])
 			putHalf(y[0:], d)
@@ -298,7 +294,7 @@ func encodeQ5_0(dst []byte, src, imatrix []float32) {
 			}
 			packQ5((*[4]byte)(y[2:]), (*[16]byte)(y[6:]), &L)
 		}
-	}
+	})
 }
 
 // encodeQ5_0Ref is quantize_row_q5_0_ref. It stops, returning false, at the
@@ -343,25 +339,18 @@ func encodeQ5_1(dst []byte, src, imatrix []float32) {
 		return
 	}
 	const bs = 24
-	sigma2 := rowSigma2(src)
-	var w [qkK]float32
 	var Ls [qkK]uint8
 	var ds, negMins [8]float32
-	nb := len(src) / qkLegacy
-	for i0 := 0; i0 < nb; i0 += 8 {
-		k := min(8, nb-i0)
-		x := src[i0*qkLegacy : (i0+k)*qkLegacy]
-		for b := range k {
-			legacyWeights((*[qkLegacy]float32)(w[qkLegacy*b:]), x[qkLegacy*b:], imatrix[(i0+b)*qkLegacy:], sigma2)
-		}
-		qkxSearchBlocks(31, x, w[:], Ls[:], ds[:k], negMins[:k])
+	legacyRuns(src, imatrix, func(i0 int, x, w []float32) {
+		k := len(x) / qkLegacy
+		qkxSearchBlocks(31, x, w, Ls[:], ds[:k], negMins[:k])
 		for b, d := range ds[:k] {
 			y := (*[bs]byte)(dst[(i0+b)*bs:])
 			putHalf(y[0:], d)
 			putHalf(y[2:], -negMins[b])
 			packQ5((*[4]byte)(y[4:]), (*[16]byte)(y[8:]), (*[qkLegacy]uint8)(Ls[qkLegacy*b:]))
 		}
-	}
+	})
 }
 
 // encodeQ5_1Ref is quantize_row_q5_1_ref. It stops, returning false, at the
