@@ -114,16 +114,23 @@ func qxSearch8(nmax int, x []float32, n int, L []int8, qw []float32, scales []fl
 	lohi := [2]float32{float32(-nmax), float32(nmax - 1)}
 	var s qx8State
 	qx8AVX2(&x[0], wp, n, &nums, &lohi, &s)
+	storeLanes(L, n, nmax, s.L[:n], &s.scale, &s.zero, scales)
+}
+
+// storeLanes stores the results of eight groups of n searched in lanes:
+// lv[i][j] is the level of value i of group j, stored plus nmax in L, or
+// group j's levels are cleared and its scale is 0 where zero[j] is set.
+func storeLanes(L []int8, n, nmax int, lv [][8]int32, scale *[8]float32, zero *[8]uint32, scales []float32) {
 	for j := range 8 {
 		Lj := L[n*j : n*(j+1)]
-		if s.zero[j] != 0 {
+		if zero[j] != 0 {
 			scales[j] = 0
 			clear(Lj)
 			continue
 		}
-		scales[j] = s.scale[j]
+		scales[j] = scale[j]
 		for i := range Lj {
-			Lj[i] = int8(s.L[i][j] + int32(nmax))
+			Lj[i] = int8(lv[i][j] + int32(nmax))
 		}
 	}
 }
@@ -200,16 +207,5 @@ func q3Search8(nmax int, x []float32, L []int8, scales []float32) {
 		q3Search8Generic(nmax, x, L, scales)
 		return
 	}
-	for j := range 8 {
-		Lj := L[16*j : 16*(j+1)]
-		if s.zero[j] != 0 {
-			scales[j] = 0
-			clear(Lj)
-			continue
-		}
-		scales[j] = s.scale[j]
-		for i := range Lj {
-			Lj[i] = int8(s.Li[i][j] + int32(nmax))
-		}
-	}
+	storeLanes(L, 16, nmax, s.Li[:], &s.scale, &s.zero, scales)
 }

@@ -110,22 +110,7 @@ func TestQXSearch8AVX2(t *testing.T) {
 	for it := range iters {
 		n := []int{16, 32}[r.IntN(2)]
 		nmax := []int{4, 8, 16, 32}[r.IntN(4)]
-		x := make([]float32, 8*n)
-		for j := range 8 {
-			g := x[n*j : n*(j+1)]
-			switch r.IntN(8) {
-			case 0:
-				for i := range g {
-					g[i] = float32(r.NormFloat64() * 1e-16)
-				}
-			case 1:
-				for i := range g {
-					g[i] = math.Float32frombits(uint32(r.IntN(2)) << 31)
-				}
-			default:
-				copy(g, qxTestGroup(r, n))
-			}
-		}
+		x := testGroups8(r, n)
 		var qw []float32
 		if r.IntN(2) == 0 {
 			qw = make([]float32, 8*n)
@@ -163,22 +148,7 @@ func TestQ3Search8AVX2(t *testing.T) {
 	}
 	for it := range iters {
 		nmax := []int{4, 4, 8, 16}[r.IntN(4)]
-		x := make([]float32, 128)
-		for j := range 8 {
-			g := x[16*j : 16*(j+1)]
-			switch r.IntN(8) {
-			case 0:
-				for i := range g {
-					g[i] = float32(r.NormFloat64() * 1e-16)
-				}
-			case 1:
-				for i := range g {
-					g[i] = math.Float32frombits(uint32(r.IntN(2)) << 31)
-				}
-			default:
-				copy(g, qxTestGroup(r, 16))
-			}
-		}
+		x := testGroups8(r, 16)
 		L1, L2 := make([]int8, 128), make([]int8, 128)
 		var s1, s2 [8]float32
 		q3Search8Generic(nmax, x, L1, s1[:])
@@ -190,4 +160,27 @@ func TestQ3Search8AVX2(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testGroups8 returns eight groups of n values: test groups of
+// make_qx_quants, all-zero groups (zeros of both signs) and groups below
+// GROUP_MAX_EPS.
+func testGroups8(r *rand.Rand, n int) []float32 {
+	x := make([]float32, 8*n)
+	for j := range 8 {
+		g := x[n*j : n*(j+1)]
+		switch r.IntN(8) {
+		case 0:
+			for i := range g {
+				g[i] = float32(r.NormFloat64() * 1e-16)
+			}
+		case 1:
+			for i := range g {
+				g[i] = math.Float32frombits(uint32(r.IntN(2)) << 31)
+			}
+		default:
+			copy(g, qxTestGroup(r, n))
+		}
+	}
+	return x
 }
