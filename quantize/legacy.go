@@ -160,9 +160,8 @@ func encodeQ4_0(dst []byte, src, imatrix []float32) {
 	})
 }
 
-// encodeQ4_0Ref is quantize_row_q4_0_ref. It stops, returning false, at the
-// first block holding a NaN or an infinity (its block maximum shows it).
-func encodeQ4_0Ref(dst []byte, src []float32) bool {
+// encodeQ4_0RefGeneric is encodeQ4_0Ref in plain Go.
+func encodeQ4_0RefGeneric(dst []byte, src []float32) bool {
 	const bs = 18
 	for i := range len(src) / qkLegacy {
 		x := (*[qkLegacy]float32)(src[i*qkLegacy:])

@@ -1,0 +1,21 @@
+//go:build !purego
+
+package quantize
+
+// The amd64 kernel of Q4_0 without weights (legacy_amd64.s); the purego
+// build tag turns it off, and TestEncodeAsmMatchesGeneric checks it
+// against the Go form.
+
+//go:noescape
+func q4_0RefAVX2(dst *byte, src *float32, nblocks int) int
+
+// encodeQ4_0Ref is quantize_row_q4_0_ref. It stops, returning false, at the
+// first block holding a NaN or an infinity (its block maximum shows it).
+func encodeQ4_0Ref(dst []byte, src []float32) bool {
+	nb := len(src) / qkLegacy
+	if !useAVX2 || nb == 0 {
+		return encodeQ4_0RefGeneric(dst, src)
+	}
+	dst = dst[:nb*18]
+	return q4_0RefAVX2(&dst[0], &src[0], nb) == nb
+}
