@@ -15,7 +15,8 @@ import (
 // without importance weights where the type takes them, once with the amd64
 // kernels and once with them switched off, and wants the same bytes: rows
 // of Gaussian values with outliers at scales from 1e-30 to 1e30, zeros of
-// both signs, tiny and huge values, constant and repeated values; rows of
+// both signs, tiny and huge values, constant and repeated values, rows of
+// one sign whose block extremes are zeros of either sign; rows of
 // eleven blocks, so that runs of eight blocks and the blocks after them
 // are both covered.
 func TestEncodeAsmMatchesGeneric(t *testing.T) {
@@ -108,6 +109,18 @@ func asmTestRows(r *rand.Rand, ncols int) []float32 {
 		}
 	}
 	src = append(src, row...)
+	for _, sign := range []float32{1, -1} {
+		// One sign and zeros of both signs: the block minimum (or maximum)
+		// is a zero, the first one of the block in ggml.
+		row = make([]float32, ncols)
+		for i := range row {
+			row[i] = sign * abs32(float32(r.NormFloat64()))
+			if r.IntN(4) == 0 {
+				row[i] = math.Float32frombits(uint32(r.IntN(2)) << 31)
+			}
+		}
+		src = append(src, row...)
+	}
 	src = append(src, make([]float32, ncols)...)
 	row = make([]float32, ncols)
 	for i := range row {

@@ -222,9 +222,8 @@ func encodeQ4_1(dst []byte, src, imatrix []float32) {
 	})
 }
 
-// encodeQ4_1Ref is quantize_row_q4_1_ref. It stops, returning false, at the
-// first block holding a NaN or an infinity.
-func encodeQ4_1Ref(dst []byte, src []float32) bool {
+// encodeQ4_1RefGeneric is encodeQ4_1Ref in plain Go.
+func encodeQ4_1RefGeneric(dst []byte, src []float32) bool {
 	const bs = 20
 	for i := range len(src) / qkLegacy {
 		x := (*[qkLegacy]float32)(src[i*qkLegacy:])
