@@ -295,9 +295,8 @@ func encodeQ5_0(dst []byte, src, imatrix []float32) {
 	})
 }
 
-// encodeQ5_0Ref is quantize_row_q5_0_ref. It stops, returning false, at the
-// first block holding a NaN or an infinity (its block maximum shows it).
-func encodeQ5_0Ref(dst []byte, src []float32) bool {
+// encodeQ5_0RefGeneric is encodeQ5_0Ref in plain Go.
+func encodeQ5_0RefGeneric(dst []byte, src []float32) bool {
 	const bs = 22
 	var L [qkLegacy]uint8
 	for i := range len(src) / qkLegacy {
@@ -351,9 +350,8 @@ func encodeQ5_1(dst []byte, src, imatrix []float32) {
 	})
 }
 
-// encodeQ5_1Ref is quantize_row_q5_1_ref. It stops, returning false, at the
-// first block holding a NaN or an infinity.
-func encodeQ5_1Ref(dst []byte, src []float32) bool {
+// encodeQ5_1RefGeneric is encodeQ5_1Ref in plain Go.
+func encodeQ5_1RefGeneric(dst []byte, src []float32) bool {
 	const bs = 24
 	var L [qkLegacy]uint8
 	for i := range len(src) / qkLegacy {
