@@ -109,6 +109,17 @@ floop:
 	VZEROUPPER
 	RET
 
+// NONFINITE16 jumps to bad when one of the 16 float32 in Y0 and Y1 is a NaN
+// or an infinity (exponent bits, Y15, all ones); clobbers Y2 and Y3.
+#define NONFINITE16(bad) \
+	VPAND    Y15, Y0, Y2; \
+	VPAND    Y15, Y1, Y3; \
+	VPCMPEQD Y15, Y2, Y2; \
+	VPCMPEQD Y15, Y3, Y3; \
+	VPOR     Y3, Y2, Y2;  \
+	VPTEST   Y2, Y2;      \
+	JNZ      bad
+
 // func f32ToF16FiniteF16C(dst *byte, src *float32, n int) bool
 //
 // Narrows n float32 (n a multiple of 16) to half precision with VCVTPS2PH
@@ -126,13 +137,7 @@ TEXT ·f32ToF16FiniteF16C(SB), NOSPLIT, $0-25
 tohloop:
 	VMOVUPS   (SI), Y0
 	VMOVUPS   32(SI), Y1
-	VPAND     Y15, Y0, Y2
-	VPAND     Y15, Y1, Y3
-	VPCMPEQD  Y15, Y2, Y2
-	VPCMPEQD  Y15, Y3, Y3
-	VPOR      Y3, Y2, Y2
-	VPTEST    Y2, Y2
-	JNZ       tohbad
+	NONFINITE16(tohbad)
 	VCVTPS2PH $0, Y0, (DI)
 	VCVTPS2PH $0, Y1, 16(DI)
 	ADDQ      $64, SI
@@ -171,13 +176,7 @@ TEXT ·f32ToBF16FiniteAVX2(SB), NOSPLIT, $0-25
 tobloop:
 	VMOVDQU  (SI), Y0
 	VMOVDQU  32(SI), Y1
-	VPAND    Y15, Y0, Y2
-	VPAND    Y15, Y1, Y3
-	VPCMPEQD Y15, Y2, Y2
-	VPCMPEQD Y15, Y3, Y3
-	VPOR     Y3, Y2, Y2
-	VPTEST   Y2, Y2
-	JNZ      tobbad
+	NONFINITE16(tobbad)
 	VPSRLD   $16, Y0, Y2
 	VPSRLD   $16, Y1, Y3
 	VPAND    Y13, Y2, Y2
@@ -219,13 +218,7 @@ TEXT ·f32CopyFiniteAVX2(SB), NOSPLIT, $0-25
 cploop:
 	VMOVDQU  (SI), Y0
 	VMOVDQU  32(SI), Y1
-	VPAND    Y15, Y0, Y2
-	VPAND    Y15, Y1, Y3
-	VPCMPEQD Y15, Y2, Y2
-	VPCMPEQD Y15, Y3, Y3
-	VPOR     Y3, Y2, Y2
-	VPTEST   Y2, Y2
-	JNZ      cpbad
+	NONFINITE16(cpbad)
 	VMOVDQU  Y0, (DI)
 	VMOVDQU  Y1, 32(DI)
 	ADDQ     $64, SI
