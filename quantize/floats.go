@@ -58,10 +58,10 @@ func groupMagnitudes(g *[floatGroup]float32) (lo, hi uint32) {
 	return lo, hi
 }
 
-// encodeFiniteF32 is encodeRowF32 fused with the finiteness check: it
-// returns false, having stopped, at the first group holding a NaN or an
-// infinity.
-func encodeFiniteF32(dst []byte, src []float32, _ []float32) bool {
+// encodeFiniteF32Generic is encodeRowF32 fused with the finiteness check,
+// in plain Go (encodeFiniteF32 runs on vectors with AVX2): it returns false,
+// having stopped, at the first group holding a NaN or an infinity.
+func encodeFiniteF32Generic(dst []byte, src []float32, _ []float32) bool {
 	dst = dst[:4*len(src)]
 	i := 0
 	for ; i+floatGroup <= len(src); i += floatGroup {
@@ -84,13 +84,14 @@ func encodeFiniteF32(dst []byte, src []float32, _ []float32) bool {
 	return true
 }
 
-// encodeFiniteF16 is encodeRowF16 fused with the finiteness check. A group
+// encodeFiniteF16Generic is encodeRowF16 fused with the finiteness check,
+// in plain Go (encodeFiniteF16 runs VCVTPS2PH where the CPU has it). A group
 // whose magnitudes all lie in [2^-14, 65520) (0x38800000 to 0x477FF000 as
 // bits), the usual case, holds only values with a normal half, and
 // FP32ToFP16 of each is its sign and halfNormal, so the group is converted
 // without FP32ToFP16's range branches; any other group goes value by value
 // through FP32ToFP16.
-func encodeFiniteF16(dst []byte, src []float32, _ []float32) bool {
+func encodeFiniteF16Generic(dst []byte, src []float32, _ []float32) bool {
 	dst = dst[:2*len(src)]
 	i := 0
 	for ; i+floatGroup <= len(src); i += floatGroup {
@@ -120,9 +121,10 @@ func encodeFiniteF16(dst []byte, src []float32, _ []float32) bool {
 	return true
 }
 
-// encodeFiniteBF16 is encodeRowBF16 fused with the finiteness check; once a
-// group is known to hold no NaN, FP32ToBF16 of each value is bf16Round.
-func encodeFiniteBF16(dst []byte, src []float32, _ []float32) bool {
+// encodeFiniteBF16Generic is encodeRowBF16 fused with the finiteness check,
+// in plain Go (encodeFiniteBF16 runs on vectors with AVX2); once a group is
+// known to hold no NaN, FP32ToBF16 of each value is bf16Round.
+func encodeFiniteBF16Generic(dst []byte, src []float32, _ []float32) bool {
 	dst = dst[:2*len(src)]
 	i := 0
 	for ; i+floatGroup <= len(src); i += floatGroup {
@@ -159,7 +161,7 @@ func encodeRowF16(dst []byte, src []float32, _ []float32) {
 	}
 }
 
-func decodeRowF16(dst []float32, src []byte) {
+func decodeRowF16Generic(dst []float32, src []byte) {
 	src = src[:2*len(dst)]
 	for i := range dst {
 		dst[i] = FP16ToFP32(binary.LittleEndian.Uint16(src[2*i:]))
@@ -173,7 +175,7 @@ func encodeRowBF16(dst []byte, src []float32, _ []float32) {
 	}
 }
 
-func decodeRowBF16(dst []float32, src []byte) {
+func decodeRowBF16Generic(dst []float32, src []byte) {
 	src = src[:2*len(dst)]
 	for i := range dst {
 		dst[i] = BF16ToFP32(binary.LittleEndian.Uint16(src[2*i:]))
@@ -268,4 +270,14 @@ func decodeRowI64(dst []float32, src []byte) {
 	for i := range dst {
 		dst[i] = float32(int64(binary.LittleEndian.Uint64(src[8*i:])))
 	}
+}
+
+// halvesFiniteGeneric is halvesFinite in plain Go.
+func halvesFiniteGeneric(data []byte, exp uint16) bool {
+	for i := 0; i+1 < len(data); i += 2 {
+		if binary.LittleEndian.Uint16(data[i:])&exp == exp {
+			return false
+		}
+	}
+	return true
 }

@@ -90,8 +90,8 @@ func packQ2(qs *[64]byte, L *[qkK]uint8) {
 // encodeQ2K is quantize_q2_K.
 func encodeQ2K(dst []byte, src, imatrix []float32) {
 	var L [qkK]uint8
-	var Laux [16]uint8
-	var w, mins, scales [16]float32
+	var w [qkK]float32
+	var mins, scales [16]float32
 	for i := range len(src) / qkK {
 		x := (*[qkK]float32)(src[i*qkK:])
 		y := (*[q2KBytes]byte)(dst[i*q2KBytes:])
@@ -99,13 +99,14 @@ func encodeQ2K(dst []byte, src, imatrix []float32) {
 		var dAll, dMin float32
 		if imatrix == nil {
 			// quantize_row_q2_K_ref: weights |x|, mean absolute error.
+			for l, v := range x {
+				w[l] = abs32(v)
+			}
+			for h := range 2 {
+				qkxSearch8(3, x[128*h:128*h+128], 16, w[128*h:], L[128*h:], qkxParams{-0.5, 0.1, 15, true}, scales[8*h:], mins[8*h:])
+			}
 			var maxScale, maxMin float32
 			for j := range 16 {
-				xs := x[16*j : 16*j+16]
-				for l, v := range xs {
-					w[l] = abs32(v)
-				}
-				scales[j], mins[j] = makeQKXQuants(3, xs, w[:], L[16*j:], Laux[:], -0.5, 0.1, 15, true)
 				maxScale = max32(maxScale, scales[j])
 				maxMin = max32(maxMin, mins[j])
 			}
@@ -138,9 +139,10 @@ func encodeQ2K(dst []byte, src, imatrix []float32) {
 			sigma2 := float32(sumSquares(x[:]) / qkK)
 			qw := imatrix[i*qkK:]
 			for j := range 16 {
-				xs := x[16*j : 16*j+16]
-				sw[j] = imatrixWeights(w[:], xs, qw[16*j:], sigma2)
-				scales[j], mins[j] = makeQKXQuants(3, xs, w[:], L[16*j:], Laux[:], -0.9, 0.05, 36, false)
+				sw[j] = imatrixWeights(w[16*j:16*j+16], x[16*j:16*j+16], qw[16*j:], sigma2)
+			}
+			for h := range 2 {
+				qkxSearch8(3, x[128*h:128*h+128], 16, w[128*h:], L[128*h:], qkxParams{-0.9, 0.05, 36, false}, scales[8*h:], mins[8*h:])
 			}
 			dm := makeQPQuants(15, scales[:], Ls[:], sw[:])
 			mm := makeQPQuants(15, mins[:], Lm[:], sw[:])
@@ -205,7 +207,8 @@ func decodeQ2K(dst []float32, src []byte) {
 // encodeQ3K is quantize_q3_K.
 func encodeQ3K(dst []byte, src, imatrix []float32) {
 	var L [qkK]int8
-	var scales, w, sw [16]float32
+	var scales, sw [16]float32
+	var w [qkK]float32
 	var Ls [16]int8
 	for i := range len(src) / qkK {
 		x := (*[qkK]float32)(src[i*qkK:])
@@ -215,9 +218,11 @@ func encodeQ3K(dst []byte, src, imatrix []float32) {
 		if imatrix == nil {
 			// quantize_row_q3_K_ref: the scale of largest magnitude (first
 			// wins) sets the 6-bit grid iscale = -32/max.
+			for h := range 2 {
+				q3Search8(4, x[128*h:128*h+128], L[128*h:], scales[8*h:])
+			}
 			var maxScale, amax float32
 			for j := range 16 {
-				scales[j] = makeQ3Quants(4, x[16*j:16*j+16], L[16*j:])
 				if a := abs32(scales[j]); a > amax {
 					amax, maxScale = a, scales[j]
 				}
@@ -239,9 +244,10 @@ func encodeQ3K(dst []byte, src, imatrix []float32) {
 			sigma2 := float32(float32(2*sumSquares(x[:])) / qkK)
 			qw := imatrix[i*qkK:]
 			for j := range 16 {
-				xs := x[16*j : 16*j+16]
-				sw[j] = imatrixWeights(w[:], xs, qw[16*j:], sigma2)
-				scales[j] = makeQXQuants(4, xs, L[16*j:], w[:])
+				sw[j] = imatrixWeights(w[16*j:16*j+16], x[16*j:16*j+16], qw[16*j:], sigma2)
+			}
+			for h := range 2 {
+				qxSearch8(4, x[128*h:128*h+128], 16, L[128*h:], w[128*h:128*h+128], scales[8*h:])
 			}
 			dBlock := makeQXQuants(32, scales[:], Ls[:], sw[:])
 			for j, l := range Ls {
@@ -358,22 +364,23 @@ func putScaleMinK4(j int, q *[12]byte, ls, lm uint8) {
 // MIN(63, ·) that only the Q5_K impl has.
 func fitK4(x *[qkK]float32, qw []float32, nmax int, L *[qkK]uint8, dm *[4]byte, sc *[12]byte, clampImpl bool) {
 	var w, mins, scales [8]float32
-	var wt [32]float32
-	var Laux [32]uint8
+	var wt [qkK]float32
 	if qw == nil {
 		// _ref: weights av_x + |x| with av_x the RMS of the sub-block.
 		rmin, nstep := float32(-1), 20
 		if nmax == 31 {
 			rmin, nstep = -0.5, 15
 		}
-		var maxScale, maxMin float32
 		for j := range 8 {
 			xs := x[32*j : 32*j+32]
 			avx := sqrt32(float32(sumSquares(xs) / 32))
 			for l, v := range xs {
-				wt[l] = avx + abs32(v)
+				wt[32*j+l] = avx + abs32(v)
 			}
-			scales[j], mins[j] = makeQKXQuants(nmax, xs, wt[:], L[32*j:], Laux[:], rmin, 0.1, nstep, false)
+		}
+		qkxSearch8(nmax, x[:], 32, wt[:], L[:], qkxParams{rmin, 0.1, nstep, false}, scales[:], mins[:])
+		var maxScale, maxMin float32
+		for j := range 8 {
 			maxScale = max32(maxScale, scales[j])
 			maxMin = max32(maxMin, mins[j])
 		}
@@ -399,9 +406,9 @@ func fitK4(x *[qkK]float32, qw []float32, nmax int, L *[qkK]uint8, dm *[4]byte, 
 	sigma2 := float32(float32(2*sumSquares(x[:])) / qkK)
 	for j := range 8 {
 		xs := x[32*j : 32*j+32]
-		w[j] = imatrixWeights(wt[:], xs, qw[32*j:], sigma2)
-		scales[j], mins[j] = makeQKXQuants(nmax, xs, wt[:], L[32*j:], Laux[:], -0.9, 0.05, 36, false)
+		w[j] = imatrixWeights(wt[32*j:32*j+32], xs, qw[32*j:], sigma2)
 	}
+	qkxSearch8(nmax, x[:], 32, wt[:], L[:], qkxParams{-0.9, 0.05, 36, false}, scales[:], mins[:])
 	var Ls, Lm [8]uint8
 	dBlock := makeQPQuants(63, scales[:], Ls[:], w[:])
 	mBlock := makeQPQuants(63, mins[:], Lm[:], w[:])
@@ -558,13 +565,15 @@ func encodeQ6K(dst []byte, src, imatrix []float32) {
 	for i := range len(src) / qkK {
 		x := (*[qkK]float32)(src[i*qkK:])
 		y := (*[q6KBytes]byte)(dst[i*q6KBytes:])
-		var maxScale, maxAbs float32
-		for ib := range 16 {
+		for h := range 2 {
 			var qw []float32
 			if imatrix != nil {
-				qw = imatrix[i*qkK+16*ib : i*qkK+16*ib+16]
+				qw = imatrix[i*qkK+128*h : i*qkK+128*h+128]
 			}
-			scales[ib] = makeQXQuants(32, x[16*ib:16*ib+16], L[16*ib:], qw)
+			qxSearch8(32, x[128*h:128*h+128], 16, L[128*h:], qw, scales[8*h:])
+		}
+		var maxScale, maxAbs float32
+		for ib := range 16 {
 			if a := abs32(scales[ib]); a > maxAbs {
 				maxAbs, maxScale = a, scales[ib]
 			}

@@ -65,6 +65,53 @@ func legacyWeights(w *[qkLegacy]float32, x, qw []float32, sigma2 float32) {
 	}
 }
 
+// legacyRuns calls fn on the runs of up to eight consecutive blocks of 32
+// of src (i0 the index of the first, x their values) with their weights w
+// (legacyWeights, σ² of the whole row): the unit of the vector searches.
+func legacyRuns(src, imatrix []float32, fn func(i0 int, x, w []float32)) {
+	sigma2 := rowSigma2(src)
+	var w [qkK]float32
+	nb := len(src) / qkLegacy
+	for i0 := 0; i0 < nb; i0 += 8 {
+		k := min(8, nb-i0)
+		x := src[i0*qkLegacy : (i0+k)*qkLegacy]
+		for b := range k {
+			legacyWeights((*[qkLegacy]float32)(w[qkLegacy*b:]), x[qkLegacy*b:], imatrix[(i0+b)*qkLegacy:], sigma2)
+		}
+		fn(i0, x, w[:k*qkLegacy])
+	}
+}
+
+// qxSearchBlocks is makeQXQuants on the len(d) ≤ 8 consecutive blocks of
+// 32 of x with weights w in the same layout: block b's levels go to L[32b:],
+// its scale to d[b]. A run of eight goes through qxSearch8.
+func qxSearchBlocks(nmax int, x []float32, L []int8, w []float32, d []float32) {
+	if len(d) == 8 {
+		qxSearch8(nmax, x, qkLegacy, L, w, d)
+		return
+	}
+	for b := range d {
+		d[b] = makeQXQuants(nmax, x[qkLegacy*b:qkLegacy*(b+1)], L[qkLegacy*b:], w[qkLegacy*b:qkLegacy*(b+1)])
+	}
+}
+
+// qkxSearchBlocks is makeQKXQuants with the parameters of the weighted
+// Q4_1 and Q5_1 on the len(d) ≤ 8 consecutive blocks of 32 of x with
+// weights w in the same layout: block b's levels go to L[32b:], its scale
+// and -min to d[b] and negMin[b]. A run of eight goes through qkxSearch8.
+func qkxSearchBlocks(nmax int, x, w []float32, L []uint8, d, negMin []float32) {
+	p := qkxParams{-0.9, 0.05, 36, false}
+	if len(d) == 8 {
+		qkxSearch8(nmax, x, qkLegacy, w, L, p, d, negMin)
+		return
+	}
+	var Laux [qkLegacy]uint8
+	for b := range d {
+		g := x[qkLegacy*b : qkLegacy*(b+1)]
+		d[b], negMin[b] = makeQKXQuants(nmax, g, w[qkLegacy*b:qkLegacy*(b+1)], L[qkLegacy*b:], Laux[:], p.rmin, p.rdelta, p.nstep, p.useMAD)
+	}
+}
+
 // minMax returns the minimum and maximum of x starting from ±FLT_MAX, as
 // quantize_row_q4_1_ref and quantize_row_q5_1_ref do, and whether x is
 // finite: a value is not when its exponent bits are all ones, and then
@@ -97,24 +144,24 @@ func encodeQ4_0(dst []byte, src, imatrix []float32) {
 		return
 	}
 	const bs = 18
-	sigma2 := rowSigma2(src)
-	var w [qkLegacy]float32
-	var L [qkLegacy]int8
-	for i := range len(src) / qkLegacy {
-		x := src[i*qkLegacy : (i+1)*qkLegacy]
-		y := (*[bs]byte)(dst[i*bs:])
-		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
-		d := makeQXQuants(8, x, L[:], w[:])
-		putHalf(y[0:], d)
-		for j := range 16 {
-			y[2+j] = uint8(L[j]) | uint8(L[j+16])<<4
+	var Ls [qkK]int8
+	var ds [8]float32
+	legacyRuns(src, imatrix, func(i0 int, x, w []float32) {
+		k := len(x) / qkLegacy
+		qxSearchBlocks(8, x, Ls[:], w, ds[:k])
+		for b, d := range ds[:k] {
+			y := (*[bs]byte)(dst[(i0+b)*bs:])
+			L := (*[qkLegacy]int8)(Ls[qkLegacy*b:])
+			putHalf(y[0:], d)
+			for j := range 16 {
+				y[2+j] = uint8(L[j]) | uint8(L[j+16])<<4
+			}
 		}
-	}
+	})
 }
 
-// encodeQ4_0Ref is quantize_row_q4_0_ref. It stops, returning false, at the
-// first block holding a NaN or an infinity (its block maximum shows it).
-func encodeQ4_0Ref(dst []byte, src []float32) bool {
+// encodeQ4_0RefGeneric is encodeQ4_0Ref in plain Go.
+func encodeQ4_0RefGeneric(dst []byte, src []float32) bool {
 	const bs = 18
 	for i := range len(src) / qkLegacy {
 		x := (*[qkLegacy]float32)(src[i*qkLegacy:])
@@ -158,25 +205,25 @@ func encodeQ4_1(dst []byte, src, imatrix []float32) {
 		return
 	}
 	const bs = 20
-	sigma2 := rowSigma2(src)
-	var w [qkLegacy]float32
-	var L, Laux [qkLegacy]uint8
-	for i := range len(src) / qkLegacy {
-		x := src[i*qkLegacy : (i+1)*qkLegacy]
-		y := (*[bs]byte)(dst[i*bs:])
-		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
-		d, negMin := makeQKXQuants(15, x, w[:], L[:], Laux[:], -0.9, 0.05, 36, false)
-		putHalf(y[0:], d)
-		putHalf(y[2:], -negMin)
-		for j := range 16 {
-			y[4+j] = L[j] | L[j+16]<<4
+	var Ls [qkK]uint8
+	var ds, negMins [8]float32
+	legacyRuns(src, imatrix, func(i0 int, x, w []float32) {
+		k := len(x) / qkLegacy
+		qkxSearchBlocks(15, x, w, Ls[:], ds[:k], negMins[:k])
+		for b, d := range ds[:k] {
+			y := (*[bs]byte)(dst[(i0+b)*bs:])
+			L := (*[qkLegacy]uint8)(Ls[qkLegacy*b:])
+			putHalf(y[0:], d)
+			putHalf(y[2:], -negMins[b])
+			for j := range 16 {
+				y[4+j] = L[j] | L[j+16]<<4
+			}
 		}
-	}
+	})
 }
 
-// encodeQ4_1Ref is quantize_row_q4_1_ref. It stops, returning false, at the
-// first block holding a NaN or an infinity.
-func encodeQ4_1Ref(dst []byte, src []float32) bool {
+// encodeQ4_1RefGeneric is encodeQ4_1Ref in plain Go.
+func encodeQ4_1RefGeneric(dst []byte, src []float32) bool {
 	const bs = 20
 	for i := range len(src) / qkLegacy {
 		x := (*[qkLegacy]float32)(src[i*qkLegacy:])
@@ -231,26 +278,25 @@ func encodeQ5_0(dst []byte, src, imatrix []float32) {
 		return
 	}
 	const bs = 22
-	sigma2 := rowSigma2(src)
-	var w [qkLegacy]float32
-	var Ls [qkLegacy]int8
+	var Ls [qkK]int8
 	var L [qkLegacy]uint8
-	for i := range len(src) / qkLegacy {
-		x := src[i*qkLegacy : (i+1)*qkLegacy]
-		y := (*[bs]byte)(dst[i*bs:])
-		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
-		d := makeQXQuants(16, x, Ls[:], w[:])
-		putHalf(y[0:], d)
-		for j, l := range Ls {
-			L[j] = uint8(l)
+	var ds [8]float32
+	legacyRuns(src, imatrix, func(i0 int, x, w []float32) {
+		k := len(x) / qkLegacy
+		qxSearchBlocks(16, x, Ls[:], w, ds[:k])
+		for b, d := range ds[:k] {
+			y := (*[bs]byte)(dst[(i0+b)*bs:])
+			putHalf(y[0:], d)
+			for j, l := range Ls[qkLegacy*b : qkLegacy*(b+1)] {
+				L[j] = uint8(l)
+			}
+			packQ5((*[4]byte)(y[2:]), (*[16]byte)(y[6:]), &L)
 		}
-		packQ5((*[4]byte)(y[2:]), (*[16]byte)(y[6:]), &L)
-	}
+	})
 }
 
-// encodeQ5_0Ref is quantize_row_q5_0_ref. It stops, returning false, at the
-// first block holding a NaN or an infinity (its block maximum shows it).
-func encodeQ5_0Ref(dst []byte, src []float32) bool {
+// encodeQ5_0RefGeneric is encodeQ5_0Ref in plain Go.
+func encodeQ5_0RefGeneric(dst []byte, src []float32) bool {
 	const bs = 22
 	var L [qkLegacy]uint8
 	for i := range len(src) / qkLegacy {
@@ -290,23 +336,22 @@ func encodeQ5_1(dst []byte, src, imatrix []float32) {
 		return
 	}
 	const bs = 24
-	sigma2 := rowSigma2(src)
-	var w [qkLegacy]float32
-	var L, Laux [qkLegacy]uint8
-	for i := range len(src) / qkLegacy {
-		x := src[i*qkLegacy : (i+1)*qkLegacy]
-		y := (*[bs]byte)(dst[i*bs:])
-		legacyWeights(&w, x, imatrix[i*qkLegacy:], sigma2)
-		d, negMin := makeQKXQuants(31, x, w[:], L[:], Laux[:], -0.9, 0.05, 36, false)
-		putHalf(y[0:], d)
-		putHalf(y[2:], -negMin)
-		packQ5((*[4]byte)(y[4:]), (*[16]byte)(y[8:]), &L)
-	}
+	var Ls [qkK]uint8
+	var ds, negMins [8]float32
+	legacyRuns(src, imatrix, func(i0 int, x, w []float32) {
+		k := len(x) / qkLegacy
+		qkxSearchBlocks(31, x, w, Ls[:], ds[:k], negMins[:k])
+		for b, d := range ds[:k] {
+			y := (*[bs]byte)(dst[(i0+b)*bs:])
+			putHalf(y[0:], d)
+			putHalf(y[2:], -negMins[b])
+			packQ5((*[4]byte)(y[4:]), (*[16]byte)(y[8:]), (*[qkLegacy]uint8)(Ls[qkLegacy*b:]))
+		}
+	})
 }
 
-// encodeQ5_1Ref is quantize_row_q5_1_ref. It stops, returning false, at the
-// first block holding a NaN or an infinity.
-func encodeQ5_1Ref(dst []byte, src []float32) bool {
+// encodeQ5_1RefGeneric is encodeQ5_1Ref in plain Go.
+func encodeQ5_1RefGeneric(dst []byte, src []float32) bool {
 	const bs = 24
 	var L [qkLegacy]uint8
 	for i := range len(src) / qkLegacy {

@@ -127,11 +127,19 @@ func CheckFinite(src []float32, ncols, rowOffset int) error {
 }
 
 // firstNonFinite returns the index of the first NaN or infinity of src, or
-// -1. A value is non-finite when its exponent bits are all ones; adding
+// -1.
+func firstNonFinite(src []float32) int {
+	if floatsFinite(src) {
+		return -1
+	}
+	return firstNonFiniteGeneric(src)
+}
+
+// firstNonFiniteGeneric is firstNonFinite in plain Go. A value is non-finite when its exponent bits are all ones; adding
 // 1 to the exponent field then carries into bit 31, so OR-ing that sum over
 // a group of values tells without a branch per value whether the group
 // holds one, and only such a group is scanned value by value.
-func firstNonFinite(src []float32) int {
+func firstNonFiniteGeneric(src []float32) int {
 	const group = 16
 	i := 0
 	for ; i+group <= len(src); i += group {

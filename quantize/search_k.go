@@ -64,9 +64,9 @@ const maxGroup = 32
 // the scale. The weights are qw, or x² when qw is nil. The scale search
 // tries 19 inverse scales around -nmax/max (max = the value of largest
 // magnitude, first one wins) and keeps the one with the best weighted
-// least-squares fit. makeQXQuantsGeneric is the plain Go form; with
-// GOEXPERIMENT=simd on amd64 makeQXQuants runs the trials on vectors
-// (simd_amd64.go), with the same result.
+// least-squares fit. makeQXQuantsGeneric is the plain Go form; on amd64
+// with AVX2 makeQXQuants runs the trials on vectors (search_amd64.go), with
+// the same result.
 //
 // Speed-ups of the plain form that keep ggml's result. A trial whose levels
 // equal those of the trial before it has the same sums, and then repeats
@@ -160,6 +160,19 @@ func makeQXQuantsGeneric(nmax int, x []float32, L []int8, qw []float32) float32 
 	}
 	qxFill(L, x, chosen, nmax)
 	return scale
+}
+
+// qxSearch8Generic is qxSearch8 in plain Go: makeQXQuants on each of the
+// eight groups of n values of x, with weights qw in the same layout (nil:
+// x²).
+func qxSearch8Generic(nmax int, x []float32, n int, L []int8, qw []float32, scales []float32) {
+	for j := range 8 {
+		var w []float32
+		if qw != nil {
+			w = qw[n*j : n*(j+1)]
+		}
+		scales[j] = makeQXQuantsGeneric(nmax, x[n*j:n*(j+1)], L[n*j:], w)
+	}
 }
 
 // qxMax returns make_qx_quants' max (the value of largest magnitude, the
@@ -275,6 +288,14 @@ func makeQ3Quants(nmax int, x []float32, L []int8) float32 {
 	return 0
 }
 
+// q3Search8Generic is q3Search8 in plain Go: makeQ3Quants on each of the
+// eight groups of 16 of x.
+func q3Search8Generic(nmax int, x []float32, L []int8, scales []float32) {
+	for j := range 8 {
+		scales[j] = makeQ3Quants(nmax, x[16*j:16*(j+1)], L[16*j:])
+	}
+}
+
 // makeQKXQuants is ggml's make_qkx2_quants and make_qkx3_quants, which are
 // the same search once weights are given (make_qkx3_quants only adds an x²
 // fallback for NULL weights, which no caller uses, and tests max <= min where
@@ -290,10 +311,8 @@ func makeQ3Quants(nmax int, x []float32, L []int8) float32 {
 // Speed-up that keeps ggml's result: a trial whose levels and min equal
 // those of the trial before it has the same sums, fit and error, which
 // cannot beat the best error again (it either is the best or lost to it),
-// so it is skipped. makeQKXQuantsGeneric is the plain Go form; with
-// GOEXPERIMENT=simd on amd64 makeQKXQuants runs the squared-error search
-// of 32 values on vectors (simd_amd64.go), with the same result.
-func makeQKXQuantsGeneric(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMAD bool) (scale, negMin float32) {
+// so it is skipped. qkxSearch8 runs the search on eight groups at once.
+func makeQKXQuants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMAD bool) (scale, negMin float32) {
 	n := len(x)
 	weights, L, Laux = weights[:n], L[:n], Laux[:n]
 	minv, maxv, sumW, sumX, scale, bestErr, done := qkxStart(nmax, x, weights, L, useMAD)
@@ -337,6 +356,30 @@ func makeQKXQuantsGeneric(nmax int, x, weights []float32, L, Laux []uint8, rmin,
 		}
 	}
 	return scale, -minv
+}
+
+// qkxParams are the search parameters of makeQKXQuants: inverse scales
+// (rmin + rdelta·is + nmax)/(max - min) for is = 0..nstep, and the absolute
+// error when useMAD is set.
+type qkxParams struct {
+	rmin, rdelta float32
+	nstep        int
+	useMAD       bool
+}
+
+// qkxMaxTrials bounds nstep+1 for qkxSearch8's vector form: Q2_K, Q4_K and
+// Q5_K with weights and the weighted Q4_1 and Q5_1 take 37 trials, the most
+// of any caller.
+const qkxMaxTrials = 37
+
+// qkxSearch8Generic is qkxSearch8 in plain Go: makeQKXQuants on each of
+// the eight groups of n values of x, with weights w in the same layout.
+func qkxSearch8Generic(nmax int, x []float32, n int, w []float32, L []uint8, p qkxParams, scales, mins []float32) {
+	var Laux [maxGroup]uint8
+	for j := range 8 {
+		g := x[n*j : n*(j+1)]
+		scales[j], mins[j] = makeQKXQuants(nmax, g, w[n*j:n*(j+1)], L[n*j:], Laux[:], p.rmin, p.rdelta, p.nstep, p.useMAD)
+	}
 }
 
 // qkxStart is makeQKXQuants up to its loop over the inverse scales: the

@@ -34,8 +34,14 @@ func Validate(t gguf.Type, data []byte) error {
 	nb := len(data) / ts
 	switch t {
 	case gguf.BF16:
+		if halvesFinite(data, 0x7F80) {
+			return nil
+		}
 		return validateBF16(data, nb)
 	case gguf.F16:
+		if halvesFinite(data, 0x7C00) {
+			return nil
+		}
 		for i := range nb {
 			if err := validateHalf(t, binary.LittleEndian.Uint16(data[2*i:]), i); err != nil {
 				return err
