@@ -24,10 +24,12 @@ var ErrRequantize = errors.New("requantize: requantizing a quantized tensor is d
 // weights and none were given for it.
 var ErrNeedImatrix = errors.New("requantize: this quantization requires an importance matrix")
 
-// slabValues bounds the float32 values a tensor is converted through at a
-// time (16 MiB): with the source's pages of a slab given back once it is
-// decoded, a run's memory does not depend on the tensors' sizes.
-const slabValues = 4 << 20
+// DefaultSlabBytes is Options.SlabBytes' default: with a slab's source
+// pages given back once it is decoded, a run's memory is a slab or two and
+// the workers' chunk buffers, whatever the tensors' sizes; each slab is
+// still a hundred or more of the Quantizer's chunks, so the workers wait
+// for one another at its end for a negligible share of the time.
+const DefaultSlabBytes = 16 << 20
 
 // plannedTensor is one output tensor: its source, new name and decision.
 type plannedTensor struct {
@@ -469,7 +471,11 @@ func writeTensor(ctx context.Context, in Model, w *writer.Writer, q *quantize.Qu
 	rows := int(elements(p.shape) / p.shape[0])
 	srcRow, _ := p.src.Type.RowSize(uint64(ncols))
 	dstRow, _ := p.newType.RowSize(uint64(ncols))
-	slabRows := max(1, min(rows, slabValues/ncols))
+	slabBytes := opts.SlabBytes
+	if slabBytes <= 0 {
+		slabBytes = DefaultSlabBytes
+	}
+	slabRows := max(1, min(rows, slabBytes/4/ncols))
 	rel, _ := in.(releaser)
 	release := func(from, to int) {
 		if rel != nil {
