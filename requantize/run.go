@@ -482,6 +482,7 @@ func writeTensor(ctx context.Context, in Model, w *writer.Writer, q *quantize.Qu
 			rel.Release(p.src, int64(from), int64(to))
 		}
 	}
+	piece := slabRows * int(srcRow) // a slab's source bytes
 	rm, computed := in.(RowModel)
 	computed = computed && p.src.Type == gguf.F32
 	var src []byte
@@ -490,8 +491,11 @@ func writeTensor(ctx context.Context, in Model, w *writer.Writer, q *quantize.Qu
 		if src, err = in.Data(p.src); err != nil {
 			return 0, "", err
 		}
+		if piece <= 0 {
+			piece = len(src) // no whole rows of this type: in one piece
+		}
 		// The model loader validates every tensor it reads (check_tensors).
-		if err := validate(p.src.Type, src, slabRows*int(srcRow), release); err != nil && !errors.Is(err, quantize.ErrUnsupported) {
+		if err := validate(p.src.Type, src, piece, release); err != nil && !errors.Is(err, quantize.ErrUnsupported) {
 			return 0, "", fmt.Errorf("input data: %w", err)
 		}
 	}
@@ -502,8 +506,8 @@ func writeTensor(ctx context.Context, in Model, w *writer.Writer, q *quantize.Qu
 	var weights []float32
 	var warning string
 	if p.newType == p.src.Type && !computed {
-		for from := 0; from < len(src); from += slabRows * int(srcRow) {
-			to := min(len(src), from+slabRows*int(srcRow))
+		for from := 0; from < len(src); from += piece {
+			to := min(len(src), from+piece)
 			if _, err := tw.WriteAt(src[from:to], int64(from)); err != nil {
 				return 0, "", err
 			}
@@ -564,15 +568,12 @@ func writeTensor(ctx context.Context, in Model, w *writer.Writer, q *quantize.Qu
 	return uint64(rows) * dstRow, warning, nil
 }
 
-// validate is Validate of a tensor's bytes, checked a piece (whole rows)
-// at a time and each piece released once checked, so that the check does
-// not bring a whole mapped tensor into memory. When a piece fails, the
-// whole tensor is checked again for ggml's message, whose block numbers
-// (and BF16's counts) are the whole tensor's.
+// validate is Validate of a tensor's bytes, checked a piece (whole rows,
+// piece > 0 bytes) at a time and each piece released once checked, so that
+// the check does not bring a whole mapped tensor into memory. When a piece
+// fails, the whole tensor is checked again for ggml's message, whose block
+// numbers (and BF16's counts) are the whole tensor's.
 func validate(t gguf.Type, src []byte, piece int, release func(from, to int)) error {
-	if piece <= 0 {
-		return quantize.Validate(t, src)
-	}
 	for from := 0; from < len(src); from += piece {
 		to := min(len(src), from+piece)
 		err := quantize.Validate(t, src[from:to])
