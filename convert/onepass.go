@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/ggufkit/ggufkit/gguf"
 	"github.com/ggufkit/ggufkit/quantize"
@@ -149,7 +150,8 @@ func (j *job) runQuantized(ctx context.Context, kvs []gguf.KV, tensors []Tensor,
 	return rep, nil
 }
 
-// f32Model is a conversion seen as its F32 GGUF (requantize.Model).
+// f32Model is a conversion seen as its F32 GGUF (requantize.RowModel):
+// requantize reads its F32 tensors a slab of rows at a time.
 type f32Model struct {
 	ctx     context.Context
 	j       *job
@@ -158,6 +160,12 @@ type f32Model struct {
 	byName  map[string]*Tensor
 	// shards is the number of output shards (0 or 1: not split).
 	shards int
+
+	// kept is the last tensor computed whole (a transform read by rows
+	// other than a stack or a reordering): requantize reads a tensor's
+	// slabs one after the other, then moves on.
+	mu   sync.Mutex
+	kept keptTensor
 }
 
 func (m *f32Model) KVs() []gguf.KV { return m.kvs }
@@ -175,7 +183,39 @@ func (m *f32Model) Alignment() int                       { return 32 }
 func (m *f32Model) Shards() int                          { return max(m.shards, 1) }
 func (m *f32Model) TensorList() []requantize.InputTensor { return m.tensors }
 
-// Data computes the tensor from the source and returns it as F32 bytes.
+// ReadRows computes rows of an F32 tensor from the source, refusing a
+// non-finite value as the F32 conversion's encoder does (at its row and
+// column in the tensor).
+func (m *f32Model) ReadRows(t *requantize.InputTensor, row0 int, dst []float32) error {
+	ct, ok := m.byName[t.Name]
+	if !ok {
+		return fmt.Errorf("no tensor %q", t.Name)
+	}
+	cols := ct.RowLen()
+	if err := m.j.readRows(m.ctx, ct, row0, int(int64(len(dst))/cols), dst, m.whole); err != nil {
+		return err
+	}
+	return quantize.CheckFinite(dst, int(cols), row0)
+}
+
+// whole returns the computed values of a transformed tensor, computing
+// them unless they are the ones kept.
+func (m *f32Model) whole(ctx context.Context, t *Tensor) ([]float32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.kept.name != t.Name || m.kept.values == nil {
+		m.kept = keptTensor{} // free the last one before computing the next
+		v, err := m.j.values(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		m.kept = keptTensor{t.Name, v}
+	}
+	return m.kept.values, nil
+}
+
+// Data computes the tensor from the source and returns it in its type: a
+// prequantized tensor, or one the model forces into a type other than F32.
 func (m *f32Model) Data(t *requantize.InputTensor) ([]byte, error) {
 	ct, ok := m.byName[t.Name]
 	if !ok {

@@ -3,6 +3,7 @@ package convert
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ggufkit/ggufkit/convert/metadata"
@@ -93,9 +94,10 @@ func (p *Planned) ReadFloat32(ctx context.Context, name string, dst []float32) e
 
 // ReadRows computes rows [row0, row0+nrows) of the named tensor (a row is
 // its last PyTorch dimension, ggml's ne0) into dst, whose length must be
-// nrows × the row length. A tensor that is a source unchanged is read by
-// rows; a transformed one (permuted, stacked, generated) is computed whole
-// and kept while its rows are read (the last few such tensors are kept).
+// nrows × the row length. A source unchanged, a stack of experts and a
+// reordering of a source's rows are read by rows; any other transformed
+// tensor is computed whole and kept while its rows are read (the last few
+// such tensors are kept).
 // It is safe for concurrent use.
 func (p *Planned) ReadRows(ctx context.Context, name string, row0, nrows int, dst []float32) error {
 	t, ok := p.byName[name]
@@ -107,12 +109,21 @@ func (p *Planned) ReadRows(ctx context.Context, name string, row0, nrows int, ds
 	if row0 < 0 || nrows < 0 || int64(row0) > rows-int64(nrows) || int64(len(dst)) != int64(nrows)*cols {
 		return fmt.Errorf("convert: tensor %q: rows [%d, %d) into %d values (%d rows of %d)", name, row0, row0+nrows, len(dst), rows, cols)
 	}
+	if err := p.j.readRows(ctx, t, row0, nrows, dst, p.whole); err != nil {
+		return fmt.Errorf("convert: tensor %q: %w", name, err)
+	}
+	return nil
+}
+
+// readRows computes rows [row0, row0+nrows) of t into dst (nrows × the row
+// length values): a source unchanged, a stack of experts or a reordering
+// of a source's rows straight from the source rows, without the whole
+// tensor; any other transform from whole(t), the computed tensor.
+func (j *job) readRows(ctx context.Context, t *Tensor, row0, nrows int, dst []float32, whole func(context.Context, *Tensor) ([]float32, error)) error {
+	cols := t.RowLen()
 	if t.Build == nil && len(t.Sources) == 1 {
 		// A source unchanged: straight into dst, no second buffer.
-		if err := p.j.model.Source.ReadFloat32(ctx, t.Sources[0].Source, dst, row0, nrows); err != nil {
-			return fmt.Errorf("convert: tensor %q: %w", name, err)
-		}
-		return nil
+		return j.model.Source.ReadFloat32(ctx, t.Sources[0].Source, dst, row0, nrows)
 	}
 	if srcRows, ok := stackedRows(t, cols); ok {
 		// A stack of experts: each requested row straight from its source.
@@ -122,8 +133,8 @@ func (p *Planned) ReadRows(ctx context.Context, name string, row0, nrows int, ds
 			if r < end && r < first+n {
 				k := min(end, first+n) - r
 				d := dst[(r-int64(row0))*cols : (r-int64(row0)+k)*cols]
-				if err := p.j.model.Source.ReadFloat32(ctx, t.Sources[i].Source, d, int(r-first), int(k)); err != nil {
-					return fmt.Errorf("convert: tensor %q: %w", name, err)
+				if err := j.model.Source.ReadFloat32(ctx, t.Sources[i].Source, d, int(r-first), int(k)); err != nil {
+					return err
 				}
 				r += k
 			}
@@ -131,11 +142,45 @@ func (p *Planned) ReadRows(ctx context.Context, name string, row0, nrows int, ds
 		}
 		return nil
 	}
-	v, err := p.whole(ctx, t)
+	if t.RowOrder != nil && len(t.Sources) == 1 && len(t.Shape) == 2 && int64(len(t.RowOrder)) == t.Shape[0] {
+		return j.readReordered(ctx, t, row0, nrows, dst)
+	}
+	v, err := whole(ctx, t)
 	if err != nil {
-		return fmt.Errorf("convert: tensor %q: %w", name, err)
+		return err
 	}
 	copy(dst, v[int64(row0)*cols:int64(row0+nrows)*cols])
+	return nil
+}
+
+// readReordered reads rows [row0, row0+nrows) of a tensor whose rows are
+// its source's in the order t.RowOrder (the Q/K permutation, which moves
+// rows within a head): the span of source rows they come from is read in
+// one piece and gathered when it is no more than twice the rows asked
+// for, else each row is read on its own.
+func (j *job) readReordered(ctx context.Context, t *Tensor, row0, nrows int, dst []float32) error {
+	cols := t.RowLen()
+	order := t.RowOrder[row0 : row0+nrows]
+	if len(order) == 0 {
+		return nil
+	}
+	lo, hi := slices.Min(order), slices.Max(order)
+	src := t.Sources[0].Source
+	if span := hi - lo + 1; span <= 2*int64(nrows) {
+		buf := make([]float32, span*cols)
+		if err := j.model.Source.ReadFloat32(ctx, src, buf, int(lo), int(span)); err != nil {
+			return err
+		}
+		for i, r := range order {
+			copy(dst[int64(i)*cols:int64(i+1)*cols], buf[(r-lo)*cols:(r-lo+1)*cols])
+		}
+		return nil
+	}
+	for i, r := range order {
+		if err := j.model.Source.ReadFloat32(ctx, src, dst[int64(i)*cols:int64(i+1)*cols], int(r), 1); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/internal/mmap"
 	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 )
 
@@ -89,11 +90,12 @@ func (in *Input) Data(t *InputTensor) ([]byte, error) {
 	return in.Files[t.Shard].TensorData(t.Name)
 }
 
-// Release drops a converted tensor's pages from the resident set (they stay
-// in the page cache), so that memory does not grow with the model.
-func (in *Input) Release(t *InputTensor) {
-	if m, from, to, ok := in.span(t); ok {
-		releasePages(m, from, to)
+// Release drops the pages of bytes [from, to) of a tensor, once read, from
+// the resident set (they stay in the page cache; see mmap.Release), so that
+// memory does not grow with the tensor or the model.
+func (in *Input) Release(t *InputTensor, from, to int64) {
+	if m, start, end, ok := in.span(t); ok && 0 <= from && from <= to && to <= end-start {
+		mmap.Release(m, start+from, start+to)
 	}
 }
 

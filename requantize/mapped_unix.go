@@ -27,17 +27,3 @@ func mapShard(path string) (data []byte, unmap func() error) {
 	}
 	return m, func() error { return unix.Munmap(m) }
 }
-
-var pageSize = int64(os.Getpagesize())
-
-// releasePages tells the kernel the run is done with the whole pages of
-// m[from:to]: they leave the process's resident set but stay in the page
-// cache, so requantizing a model larger than memory keeps RSS flat. Reading
-// them again would fault them back in; correctness never depends on it.
-func releasePages(m []byte, from, to int64) {
-	start := (from + pageSize - 1) / pageSize * pageSize
-	end := to / pageSize * pageSize
-	if end > start {
-		_ = unix.Madvise(m[start:end], unix.MADV_DONTNEED)
-	}
-}

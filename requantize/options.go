@@ -49,6 +49,10 @@ type Options struct {
 	Overwrite bool
 	// Workers quantize each tensor's rows in parallel (0: all CPUs).
 	Workers int
+	// SlabBytes bounds the float32 data a tensor is converted through at a
+	// time, rounded down to whole rows (at least one); 0 means
+	// DefaultSlabBytes. The output does not depend on it.
+	SlabBytes int
 	// OnTensor, when set, is called after each tensor is decided (dry run)
 	// or written.
 	OnTensor func(TensorReport)

@@ -24,8 +24,12 @@ var ErrRequantize = errors.New("requantize: requantizing a quantized tensor is d
 // weights and none were given for it.
 var ErrNeedImatrix = errors.New("requantize: this quantization requires an importance matrix")
 
-// slabValues bounds the float32 values held per tensor at a time (64 MiB).
-const slabValues = 16 << 20
+// DefaultSlabBytes is Options.SlabBytes' default: with a slab's source
+// pages given back once it is decoded, a run's memory is a slab or two and
+// the workers' chunk buffers, whatever the tensors' sizes; each slab is
+// still a hundred or more of the Quantizer's chunks, so the workers wait
+// for one another at its end for a negligible share of the time.
+const DefaultSlabBytes = 16 << 20
 
 // plannedTensor is one output tensor: its source, new name and decision.
 type plannedTensor struct {
@@ -72,10 +76,21 @@ type Model interface {
 	Data(t *InputTensor) ([]byte, error)
 }
 
-// releaser is a Model that can give back the memory of a tensor it has
-// served (Input releases the mapped pages).
+// RowModel is a Model that computes its F32 tensors a run of rows at a
+// time (convert's one-pass quantization: a conversion in progress). A run
+// reads such a tensor through ReadRows, a slab at a time, never whole.
+type RowModel interface {
+	Model
+	// ReadRows computes rows [row0, row0+len(dst)/ne0) of the F32 tensor t
+	// into dst. Every value must be finite (what Validate checks of F32
+	// data): a non-finite one is an error naming its row and column.
+	ReadRows(t *InputTensor, row0 int, dst []float32) error
+}
+
+// releaser is a Model that can give back the memory of bytes [from, to) of
+// a tensor it has served (Input releases the mapped pages).
 type releaser interface {
-	Release(t *InputTensor)
+	Release(t *InputTensor, from, to int64)
 }
 
 // RunModel is Run on an opened model; name identifies it in errors.
@@ -167,15 +182,16 @@ func RunModel(ctx context.Context, in Model, name, outPath string, opts Options)
 		}
 	}
 	q := &quantize.Quantizer{Workers: opts.Workers, Validate: true}
+	var slab []float32 // reused from tensor to tensor
 	for i := range plan {
 		p := &plan[i]
-		newSize, warning, err := writeTensor(ctx, in, outs[p.outFile], q, p, opts)
+		newSize, warning, err := writeTensor(ctx, in, outs[p.outFile], q, p, opts, &slab)
 		if err != nil {
 			abortAll()
 			return nil, fmt.Errorf("%s: tensor %q: %w", inPath, p.src.Name, err)
 		}
 		if r, ok := in.(releaser); ok {
-			r.Release(p.src)
+			r.Release(p.src, 0, int64(p.src.Size))
 		}
 		report.add(p, i, len(plan), newSize, warning, opts.OnTensor)
 	}
@@ -445,58 +461,99 @@ func (l *kvList) set(key string, v gguf.Value) {
 	*l = append(*l, gguf.KV{Key: key, Value: v})
 }
 
-// writeTensor copies or converts one tensor into its writer and returns the
-// bytes written and any warning.
-func writeTensor(ctx context.Context, in Model, w *writer.Writer, q *quantize.Quantizer, p *plannedTensor, opts Options) (uint64, string, error) {
-	src, err := in.Data(p.src)
-	if err != nil {
-		return 0, "", err
+// writeTensor copies or converts one tensor into its writer, a slab of
+// rows at a time (*slab is the float32 buffer, kept for the next tensor),
+// and returns the bytes written and any warning. ggml quantizes row by row
+// (an imatrix applies per column), so slabs give the bytes the whole
+// tensor would.
+func writeTensor(ctx context.Context, in Model, w *writer.Writer, q *quantize.Quantizer, p *plannedTensor, opts Options, slab *[]float32) (uint64, string, error) {
+	ncols := int(p.shape[0])
+	rows := int(elements(p.shape) / p.shape[0])
+	srcRow, _ := p.src.Type.RowSize(uint64(ncols))
+	dstRow, _ := p.newType.RowSize(uint64(ncols))
+	slabBytes := opts.SlabBytes
+	if slabBytes <= 0 {
+		slabBytes = DefaultSlabBytes
 	}
-	// The model loader validates every tensor it reads (check_tensors).
-	if err := quantize.Validate(p.src.Type, src); err != nil && !errors.Is(err, quantize.ErrUnsupported) {
-		return 0, "", fmt.Errorf("input data: %w", err)
+	slabRows := max(1, min(rows, slabBytes/4/ncols))
+	rel, _ := in.(releaser)
+	release := func(from, to int) {
+		if rel != nil {
+			rel.Release(p.src, int64(from), int64(to))
+		}
 	}
-	if p.newType == p.src.Type {
-		return uint64(len(src)), "", w.WriteTensor(p.name, src)
-	}
-	var warning string
-	weights, warning, err := imatrixFor(p, opts)
-	if err != nil {
-		return 0, "", err
-	}
-	if weights == nil && p.dec.RequiresImatrix && opts.Target.Preset != nil {
-		return 0, "", fmt.Errorf("%w: no importance weights for this tensor (%s)", ErrNeedImatrix, p.newType)
-	}
-	if p.src.Type.Quantized() && !opts.AllowRequantize {
-		return 0, "", fmt.Errorf("%w: from %s", ErrRequantize, p.src.Type)
-	}
-	switch p.src.Type {
-	case gguf.F32, gguf.F16, gguf.BF16:
-	default:
-		if !p.src.Type.Quantized() || !quantize.CanDecode(p.src.Type) {
-			return 0, "", fmt.Errorf("cannot convert a %s tensor to %s", p.src.Type, p.newType)
+	piece := slabRows * int(srcRow) // a slab's source bytes
+	rm, computed := in.(RowModel)
+	computed = computed && p.src.Type == gguf.F32
+	var src []byte
+	if !computed {
+		var err error
+		if src, err = in.Data(p.src); err != nil {
+			return 0, "", err
+		}
+		if piece <= 0 {
+			piece = len(src) // no whole rows of this type: in one piece
+		}
+		// The model loader validates every tensor it reads (check_tensors).
+		if err := validate(p.src.Type, src, piece, release); err != nil && !errors.Is(err, quantize.ErrUnsupported) {
+			return 0, "", fmt.Errorf("input data: %w", err)
 		}
 	}
 	tw, err := w.TensorWriterAt(p.name)
 	if err != nil {
 		return 0, "", err
 	}
-	ncols := int(p.shape[0])
-	rows := int(elements(p.shape) / p.shape[0])
+	var weights []float32
+	var warning string
+	if p.newType == p.src.Type && !computed {
+		for from := 0; from < len(src); from += piece {
+			to := min(len(src), from+piece)
+			if _, err := tw.WriteAt(src[from:to], int64(from)); err != nil {
+				return 0, "", err
+			}
+			release(from, to)
+		}
+		return uint64(len(src)), "", nil
+	}
+	if p.newType != p.src.Type {
+		if weights, warning, err = imatrixFor(p, opts); err != nil {
+			return 0, "", err
+		}
+		if weights == nil && p.dec.RequiresImatrix && opts.Target.Preset != nil {
+			return 0, "", fmt.Errorf("%w: no importance weights for this tensor (%s)", ErrNeedImatrix, p.newType)
+		}
+		if p.src.Type.Quantized() && !opts.AllowRequantize {
+			return 0, "", fmt.Errorf("%w: from %s", ErrRequantize, p.src.Type)
+		}
+		switch p.src.Type {
+		case gguf.F32, gguf.F16, gguf.BF16:
+		default:
+			if !p.src.Type.Quantized() || !quantize.CanDecode(p.src.Type) {
+				return 0, "", fmt.Errorf("cannot convert a %s tensor to %s", p.src.Type, p.newType)
+			}
+		}
+	}
 	rowsPerExpert := rows
 	if len(p.shape) > 1 {
 		rowsPerExpert = int(p.shape[1])
 	}
-	srcRow, _ := p.src.Type.RowSize(uint64(ncols))
-	dstRow, _ := p.newType.RowSize(uint64(ncols))
-	slabRows := max(1, min(rows, slabValues/ncols))
-	buf := make([]float32, slabRows*ncols)
+	if len(*slab) < slabRows*ncols {
+		*slab = make([]float32, slabRows*ncols)
+	}
 	for r0 := 0; r0 < rows; {
 		// A slab never crosses an expert: each expert has its own weights.
 		n := min(slabRows, rows-r0, rowsPerExpert-r0%rowsPerExpert)
-		f32 := buf[:n*ncols]
-		if err := q.Decode(ctx, p.src.Type, f32, src[r0*int(srcRow):(r0+n)*int(srcRow)], ncols); err != nil {
-			return 0, "", err
+		f32 := (*slab)[:n*ncols]
+		if computed {
+			if err := rm.ReadRows(p.src, r0, f32); err != nil {
+				return 0, "", err
+			}
+		} else {
+			from, to := r0*int(srcRow), (r0+n)*int(srcRow)
+			if err := q.Decode(ctx, p.src.Type, f32, src[from:to], ncols); err != nil {
+				return 0, "", err
+			}
+			release(from, to)
 		}
 		var im []float32
 		if weights != nil {
@@ -509,6 +566,23 @@ func writeTensor(ctx context.Context, in Model, w *writer.Writer, q *quantize.Qu
 		r0 += n
 	}
 	return uint64(rows) * dstRow, warning, nil
+}
+
+// validate is Validate of a tensor's bytes, checked a piece (whole rows,
+// piece > 0 bytes) at a time and each piece released once checked, so that
+// the check does not bring a whole mapped tensor into memory. When a piece
+// fails, the whole tensor is checked again for ggml's message, whose block
+// numbers (and BF16's counts) are the whole tensor's.
+func validate(t gguf.Type, src []byte, piece int, release func(from, to int)) error {
+	for from := 0; from < len(src); from += piece {
+		to := min(len(src), from+piece)
+		err := quantize.Validate(t, src[from:to])
+		release(from, to)
+		if err != nil {
+			return quantize.Validate(t, src)
+		}
+	}
+	return nil
 }
 
 // imatrixFor finds the tensor's importance weights: ne0 × experts values,

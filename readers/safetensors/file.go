@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/ggufkit/ggufkit/internal/mmap"
 	"github.com/ggufkit/ggufkit/readers"
 )
 
@@ -178,7 +179,7 @@ func (f *File) ReadFloat32(ctx context.Context, name string, dst []float32, row0
 			return fmt.Errorf("%s: tensor %q: %w", f.path, name, err)
 		}
 		if f.data != nil {
-			releasePages(f.data, off, off+nb)
+			mmap.Release(f.data, off, off+nb)
 		}
 		dst = dst[n:]
 		off += nb
@@ -242,7 +243,7 @@ func (f *File) VisitRows(ctx context.Context, name string, row0, nrows int, fn f
 		}
 		err := fn(first, b)
 		if f.data != nil {
-			releasePages(f.data, off, off+n)
+			mmap.Release(f.data, off, off+n)
 		}
 		if err != nil {
 			return err
