@@ -1,7 +1,7 @@
 // Package forward holds small, readable float32 reference implementations of
 // the transformer graphs llama.cpp builds for the llama (dense and mixture of
 // experts), llama4, mistral3, apertus, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2,
-// gemma3, phi3, gptneox, starcoder2, gpt2, gpt-oss and deepseek2 architectures,
+// gemma3, phi3, gptneox, starcoder2, gpt2, gpt-oss and deepseek2 (and mistral4) architectures,
 // the attention + MLP/MoE families olmoe, granite, granitemoe, ernie4_5,
 // ernie4_5-moe, minimax-m2, dots1, hunyuan-dense, arcee, exaone4, smollm3 and
 // seed_oss (arch_attnmoe.go), and olmo, olmo2, command-r, phi2, stablelm,
