@@ -3,7 +3,6 @@ package forward
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/ggufkit/ggufkit/gguf"
 )
@@ -28,25 +27,7 @@ func parseNeoBERT(r *kvReader, c *EncoderConfig) error {
 		return fmt.Errorf("%w: %d key/value heads for %d heads", ErrUnsupported, c.KVHeads, c.Heads)
 	}
 	c.HeadDim = c.Embd / c.Heads
-	if c.HeadDim%2 != 0 {
-		return fmt.Errorf("%w: head size %d is odd", ErrMetadata, c.HeadDim)
-	}
-	rot := c.HeadDim
-	if _, err := r.u32(r.key(gguf.SuffixRopeDimensionCount), &rot, false); err != nil {
-		return err
-	}
-	if rot != c.HeadDim {
-		return fmt.Errorf("%w: %s = %d rotates part of a %d-value head", ErrUnsupported,
-			r.key(gguf.SuffixRopeDimensionCount), rot, c.HeadDim)
-	}
-	c.RopeBase = 10000
-	if _, err := r.f32(r.key(gguf.SuffixRopeFreqBase), &c.RopeBase, false); err != nil {
-		return err
-	}
-	if !(c.RopeBase > 0) {
-		return fmt.Errorf("%w: %s = %g", ErrMetadata, r.key(gguf.SuffixRopeFreqBase), c.RopeBase)
-	}
-	return nil
+	return parseWholeHeadRope(r, c)
 }
 
 // neoBERTLayer is one pre-norm block: RMS norm, fused-QKV attention with
@@ -66,12 +47,7 @@ type neoBERT struct {
 // loadNeoBERT reads NeoBERT's weights; l keeps the first error.
 func loadNeoBERT(c *EncoderConfig, l *encLoader) *neoBERT {
 	n := c.Embd
-	m := &neoBERT{layers: make([]neoBERTLayer, c.Layers)}
-	if tok, ok := l.w.Tensor("token_embd.weight"); ok && len(tok.Shape()) == 2 {
-		m.tok = l.get("token_embd.weight", n, int(tok.Shape()[1]), true)
-	} else {
-		l.err = fmt.Errorf("%w: tensor token_embd.weight missing or not 2-D", ErrWeights)
-	}
+	m := &neoBERT{layers: make([]neoBERTLayer, c.Layers), tok: l.tokEmbd(n)}
 	m.outNorm = l.get("enc.output_norm.weight", n, 1, true)
 	for i := range m.layers {
 		L := &m.layers[i]
@@ -92,20 +68,11 @@ func loadNeoBERT(c *EncoderConfig, l *encLoader) *neoBERT {
 // positions rotate consecutive pairs (LLAMA_ROPE_TYPE_NORM).
 func (m *neoBERT) hidden(ctx context.Context, c *EncoderConfig, ids []int) ([][]float32, error) {
 	n, hd, T := c.Embd, c.HeadDim, len(ids)
-	vocab := len(m.tok) / n
-	x := make([][]float32, T)
-	for i, id := range ids {
-		if id < 0 || id >= vocab {
-			return nil, fmt.Errorf("%w: token id %d outside the %d-token embedding", ErrUnsupported, id, vocab)
-		}
-		x[i] = append([]float32(nil), m.tok[id*n:(id+1)*n]...)
+	x, err := embedRows(m.tok, n, ids)
+	if err != nil {
+		return nil, err
 	}
-	rc := &Config{RopeAttnFactor: 1}
-	caches := alloc2(T, hd)
-	for p := range caches {
-		ropeCache(caches[p], p, hd, c.RopeBase, 1, nil, rc)
-	}
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	caches := ropeCaches(T, hd, c.RopeBase)
 	qkv := alloc2(T, 3*n)
 	attn := alloc2(T, n)
 	scores := make([]float32, T)
@@ -124,22 +91,10 @@ func (m *neoBERT) hidden(ctx context.Context, c *EncoderConfig, ids []int) ([][]
 				rope(qkv[t][h*hd:(h+1)*hd], caches[t], hd, ropeNorm)
 			}
 		}
-		for t := 0; t < T; t++ {
-			for h := 0; h < c.Heads; h++ {
-				qh := qkv[t][h*hd : (h+1)*hd]
-				for s := 0; s < T; s++ {
-					scores[s] = dot(qh, qkv[s][n+h*hd:n+(h+1)*hd])
-				}
-				softmax(scores, scale)
-				out := attn[t][h*hd : (h+1)*hd]
-				clear(out)
-				for s := 0; s < T; s++ {
-					for j, vv := range qkv[s][2*n+h*hd : 2*n+(h+1)*hd] {
-						out[j] += scores[s] * vv
-					}
-				}
-			}
+		part := func(off int) func(t, h int) []float32 {
+			return func(t, h int) []float32 { return qkv[t][off+h*hd : off+(h+1)*hd] }
 		}
+		attendAll(T, c.Heads, 1, hd, part(0), part(n), part(2*n), attn, scores)
 		for t := 0; t < T; t++ {
 			linear(cur, L.o, nil, attn[t])
 			for j := range cur {

@@ -26,23 +26,5 @@ func parseNomicBERT(r *kvReader, c *EncoderConfig) error {
 				ErrMetadata, r.key(suffix), d, c.Heads, c.Embd, c.HeadDim)
 		}
 	}
-	if c.HeadDim%2 != 0 {
-		return fmt.Errorf("%w: head size %d is odd", ErrMetadata, c.HeadDim)
-	}
-	rot := c.HeadDim
-	if _, err := r.u32(r.key(gguf.SuffixRopeDimensionCount), &rot, false); err != nil {
-		return err
-	}
-	if rot != c.HeadDim {
-		return fmt.Errorf("%w: %s = %d rotates part of a %d-value head", ErrUnsupported,
-			r.key(gguf.SuffixRopeDimensionCount), rot, c.HeadDim)
-	}
-	c.RopeBase = 10000
-	if _, err := r.f32(r.key(gguf.SuffixRopeFreqBase), &c.RopeBase, false); err != nil {
-		return err
-	}
-	if !(c.RopeBase > 0) {
-		return fmt.Errorf("%w: %s = %g", ErrMetadata, r.key(gguf.SuffixRopeFreqBase), c.RopeBase)
-	}
-	return nil
+	return parseWholeHeadRope(r, c)
 }
