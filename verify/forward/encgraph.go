@@ -94,3 +94,14 @@ func parseWholeHeadRope(r *kvReader, c *EncoderConfig) error {
 	}
 	return nil
 }
+
+// parseRMSHeads reads a pre-norm encoder's RMS norm epsilon (required)
+// and key/value head count (default: the head count).
+func parseRMSHeads(r *kvReader, c *EncoderConfig) error {
+	if _, err := r.f32(r.key(gguf.SuffixLayerNormRMSEps), &c.Eps, true); err != nil {
+		return err
+	}
+	c.KVHeads = c.Heads
+	_, err := r.u32(r.key(gguf.SuffixHeadCountKV), &c.KVHeads, false)
+	return err
+}

@@ -16,6 +16,21 @@ type encoderReference struct {
 	Pooled  []float32 `json:"pooled"`
 }
 
+// readEncoderReference reads a fixture's logits.json as an
+// encoderReference.
+func readEncoderReference(t *testing.T, fixture string) encoderReference {
+	t.Helper()
+	var ref encoderReference
+	raw, err := os.ReadFile(filepath.Join(fixtures, fixture, "logits.json"))
+	if err == nil {
+		err = json.Unmarshal(raw, &ref)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
 // TestEncoderFixtures runs the encoder (BERT's, EuroBERT's or ModernBERT's
 // graph) on the F32 conversion of each encoder fixture and compares every token's last hidden state and the
 // pooled output, pooled as the GGUF's pooling_type says (rank for the
@@ -104,14 +119,7 @@ func TestEncoderFixtures(t *testing.T) {
 				least = min(least, cos)
 			}
 			t.Logf("hidden states: least cosine %.8f", least)
-			var ref encoderReference
-			raw, err := os.ReadFile(filepath.Join(fixtures, tc.fixture, "logits.json"))
-			if err == nil {
-				err = json.Unmarshal(raw, &ref)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			ref := readEncoderReference(t, tc.fixture)
 			if ref.Pooled == nil || tc.headDiffers {
 				return
 			}

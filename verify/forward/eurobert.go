@@ -14,11 +14,7 @@ const archEuroBERT = "eurobert"
 // loader read beyond the encoder's shared sizes: the RMS norms' epsilon,
 // the key/value heads, the head size and the rotary base.
 func parseEuroBERT(r *kvReader, c *EncoderConfig) error {
-	if _, err := r.f32(r.key(gguf.SuffixLayerNormRMSEps), &c.Eps, true); err != nil {
-		return err
-	}
-	c.KVHeads = c.Heads
-	if _, err := r.u32(r.key(gguf.SuffixHeadCountKV), &c.KVHeads, false); err != nil {
+	if err := parseRMSHeads(r, c); err != nil {
 		return err
 	}
 	c.HeadDim = c.Embd / c.Heads

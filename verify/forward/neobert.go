@@ -3,8 +3,6 @@ package forward
 import (
 	"context"
 	"fmt"
-
-	"github.com/ggufkit/ggufkit/gguf"
 )
 
 // archNeoBERT is NeoBERT's general.architecture.
@@ -14,11 +12,7 @@ const archNeoBERT = "neo-bert"
 // beyond the encoder's shared sizes: the RMS norms' epsilon, the head size
 // (n_embd / n_head, rotated whole) and the rotary base.
 func parseNeoBERT(r *kvReader, c *EncoderConfig) error {
-	if _, err := r.f32(r.key(gguf.SuffixLayerNormRMSEps), &c.Eps, true); err != nil {
-		return err
-	}
-	c.KVHeads = c.Heads
-	if _, err := r.u32(r.key(gguf.SuffixHeadCountKV), &c.KVHeads, false); err != nil {
+	if err := parseRMSHeads(r, c); err != nil {
 		return err
 	}
 	if c.KVHeads != c.Heads {

@@ -2,9 +2,6 @@ package forward
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -35,14 +32,7 @@ func perHeadToQKV(w []float32, n, heads int) []float32 {
 func TestNeoBERT(t *testing.T) {
 	f := convertFixture(t, "neobert")
 	want := readTransformersLogits(t, "neobert")
-	var ref encoderReference
-	raw, err := os.ReadFile(filepath.Join(fixtures, "neobert", "logits.json"))
-	if err == nil {
-		err = json.Unmarshal(raw, &ref)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := readEncoderReference(t, "neobert")
 	for _, rearranged := range []bool{false, true} {
 		name := map[bool]string{false: "file", true: "qkv per head rearranged"}[rearranged]
 		t.Run(name, func(t *testing.T) {

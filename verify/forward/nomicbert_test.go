@@ -2,10 +2,7 @@ package forward
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -38,14 +35,7 @@ func nomicShrunk(md Metadata) Metadata {
 func TestNomicBERT(t *testing.T) {
 	f := convertFixture(t, "nomicbert")
 	want := readTransformersLogits(t, "nomicbert")
-	var ref encoderReference
-	raw, err := os.ReadFile(filepath.Join(fixtures, "nomicbert", "logits.json"))
-	if err == nil {
-		err = json.Unmarshal(raw, &ref)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := readEncoderReference(t, "nomicbert")
 	swapQK := func(e *Encoder) {
 		for i := range e.layers {
 			L := &e.layers[i]
