@@ -7,8 +7,8 @@
 // seed_oss (arch_attnmoe.go), and olmo, olmo2, command-r, phi2, stablelm,
 // falcon, starcoder, chatglm and gemma3n, and the state-space models mamba
 // and mamba2 (ssm.go), and the encoders (encoder.go: bert, nomic-bert,
-// jina-bert-v2, eurobert, modern-bert, neo-bert) (src/models/*.cpp of
-// llama.cpp commit 0c1e570), so
+// nomic-bert-moe, jina-bert-v2, eurobert, modern-bert, neo-bert)
+// (src/models/*.cpp of llama.cpp commit 0c1e570), so
 // that verify can run a GGUF and its source side by side.
 //
 // A model is described by GGUF metadata (ParseConfig reads it the way

@@ -105,3 +105,26 @@ func parseRMSHeads(r *kvReader, c *EncoderConfig) error {
 	_, err := r.u32(r.key(gguf.SuffixHeadCountKV), &c.KVHeads, false)
 	return err
 }
+
+// getExperts reads a stacked expert tensor of shape [ne0, ne1, ne2] (ne2
+// experts of ne1 rows); required.
+func (l *encLoader) getExperts(name string, ne0, ne1, ne2 int) []float32 {
+	if l.err != nil {
+		return nil
+	}
+	t, ok := l.w.Tensor(name)
+	if !ok {
+		l.err = fmt.Errorf("%w: tensor %s missing", ErrWeights, name)
+		return nil
+	}
+	if s := t.Shape(); len(s) != 3 || s[0] != int64(ne0) || s[1] != int64(ne1) || s[2] != int64(ne2) {
+		l.err = fmt.Errorf("%w: tensor %s has shape %v, want [%d %d %d]", ErrWeights, name, s, ne0, ne1, ne2)
+		return nil
+	}
+	dst := make([]float32, ne0*ne1*ne2)
+	if err := t.ReadRows(0, ne1*ne2, dst); err != nil {
+		l.err = fmt.Errorf("tensor %s: %w", name, err)
+		return nil
+	}
+	return dst
+}

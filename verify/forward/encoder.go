@@ -49,7 +49,7 @@ func (p Pooling) String() string {
 // NeoBERT's (src/models/neo-bert.cpp).
 func IsEncoder(arch string) bool {
 	switch arch {
-	case "bert", archNomicBERT, archJinaBERTv2, archEuroBERT, archModernBERT, archNeoBERT:
+	case "bert", archNomicBERT, archNomicBERTMoE, archJinaBERTv2, archEuroBERT, archModernBERT, archNeoBERT:
 		return true
 	}
 	return false
@@ -74,6 +74,10 @@ type EncoderConfig struct {
 	RopeBaseSWA float32
 	// FFNOp is ModernBERT's gated activation, from hidden_activation.
 	FFNOp glu
+	// MoEEvery, Experts and ExpertsUsed are nomic-bert-moe's: every
+	// MoEEvery-th block (il % MoEEvery == 1) routes its FFN to ExpertsUsed
+	// of Experts experts.
+	MoEEvery, Experts, ExpertsUsed int
 	// Pooling is {arch}.pooling_type, PoolingUnspecified when absent.
 	// ClsPooling is {arch}.classifier.pooling_type: the rank head reads the
 	// tokens' mean when it is mean, else the first token.
@@ -134,11 +138,14 @@ func ParseEncoderConfig(md Metadata) (*EncoderConfig, error) {
 		if err := parseNeoBERT(r, c); err != nil {
 			return nil, err
 		}
-	case archNomicBERT:
+	case archNomicBERT, archNomicBERTMoE:
 		if err := parseBERT(r, c); err != nil {
 			return nil, err
 		}
 		if err := parseNomicBERT(r, c); err != nil {
+			return nil, err
+		}
+		if err := parseNomicBERTMoE(r, c); err != nil {
 			return nil, err
 		}
 	default:
@@ -186,6 +193,7 @@ func readPooling(r *kvReader, key string, dst *Pooling) error {
 // n_ff rows) and value together.
 type encLayer struct {
 	upGated                                  bool
+	gateInp, upExps, downExps                []float32
 	q, k, v, o, up, down, gate               []float32
 	qb, kb, vb, ob, upb, downb               []float32
 	attnNormW, attnNormB, outNormW, outNormB []float32
@@ -248,7 +256,7 @@ func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 		l.err = fmt.Errorf("%w: tensor token_embd.weight missing or not 2-D", ErrWeights)
 	}
 	e.typ = l.get("token_types.weight", n, c.TokenTypes, false)
-	rotary, jina := c.Arch == archNomicBERT, c.Arch == archJinaBERTv2
+	rotary, jina := c.Arch == archNomicBERT || c.Arch == archNomicBERTMoE, c.Arch == archJinaBERTv2
 	if !rotary && !jina {
 		e.pos = l.get("position_embd.weight", n, c.CtxTrain, true)
 	}
@@ -275,13 +283,27 @@ func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 		L.o, L.ob = l.get(b+"attn_output.weight", n, n, true), l.get(b+"attn_output.bias", n, 1, false)
 		L.attnNormW, L.attnNormB = l.get(b+"attn_output_norm.weight", n, 1, true), l.get(b+"attn_output_norm.bias", n, 1, true)
 		ffUp := c.FF
-		if up, ok := w.Tensor(b + "ffn_up.weight"); ok && jina && len(up.Shape()) == 2 && up.Shape()[1] == int64(2*c.FF) {
+		if c.moeLayer(i) {
+			ffUp = 0
+		} else if up, ok := w.Tensor(b + "ffn_up.weight"); ok && jina && len(up.Shape()) == 2 && up.Shape()[1] == int64(2*c.FF) {
 			// llama.cpp's up_contains_gate: ffn_up is n_ff gate rows, then
 			// n_ff value rows (GeGLU, unless an ffn_gate is there).
 			ffUp = 2 * c.FF
 		}
-		L.up, L.down = l.get(b+"ffn_up.weight", n, ffUp, true), l.get(b+"ffn_down.weight", c.FF, n, true)
+		if ffUp > 0 {
+			L.up, L.down = l.get(b+"ffn_up.weight", n, ffUp, true), l.get(b+"ffn_down.weight", c.FF, n, true)
+		}
 		switch {
+		case c.moeLayer(i):
+			// nomic-bert-moe's routed blocks: the router and the stacked
+			// experts' up and down matrices, without biases.
+			E, ff := c.Experts, c.FF
+			L.up, L.down = nil, nil
+			L.gateInp = l.get(b+"ffn_gate_inp.weight", n, E, true)
+			L.upExps = l.getExperts(b+"ffn_up_exps.weight", n, ff, E)
+			L.downExps = l.getExperts(b+"ffn_down_exps.weight", ff, n, E)
+		case c.Arch == archNomicBERTMoE:
+			L.upb, L.downb = l.get(b+"ffn_up.bias", c.FF, 1, false), l.get(b+"ffn_down.bias", n, 1, false)
 		case rotary:
 			// Nomic BERT's graph runs the SwiGLU feed-forward without biases.
 			L.gate = l.get(b+"ffn_gate.weight", n, c.FF, true)
@@ -408,7 +430,7 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 	}
 	hd := n / c.Heads
 	var caches [][]float32
-	if c.Arch == archNomicBERT {
+	if c.Arch == archNomicBERT || c.Arch == archNomicBERTMoE {
 		rc := &Config{RopeAttnFactor: 1}
 		caches = alloc2(T, hd)
 		for p := range caches {
@@ -467,6 +489,14 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 			}
 			layerNorm(tmp, cur, L.attnNormW, L.attnNormB, c.Eps)
 			ffnIn := append([]float32(nil), tmp...)
+			if L.gateInp != nil {
+				moeFFN(cur, L, c, ffnIn, up[:c.FF])
+				for j := range cur {
+					cur[j] += ffnIn[j]
+				}
+				layerNorm(x[t], cur, L.outNormW, L.outNormB, c.Eps)
+				continue
+			}
 			upOut := up[:len(L.up)/n]
 			linear(upOut, L.up, L.upb, ffnIn)
 			switch {
