@@ -54,6 +54,15 @@ func TestEncoders(t *testing.T) {
 	}
 }
 
+// problemsText is a report's problems, one a line.
+func problemsText(rep *Report) string {
+	var all []string
+	for _, p := range rep.Problems {
+		all = append(all, p.String())
+	}
+	return strings.Join(all, "\n")
+}
+
 // TestBrokenEncoders breaks xlmroberta's F32 conversion and shows verify
 // fails each against the correct file, with problems naming the difference.
 func TestBrokenEncoders(t *testing.T) {
@@ -86,11 +95,7 @@ func TestBrokenEncoders(t *testing.T) {
 			if rep.OK {
 				t.Fatalf("verify passes a broken file (encoder %+v)", rep.Encoder)
 			}
-			var all []string
-			for _, p := range rep.Problems {
-				all = append(all, p.String())
-			}
-			text := strings.Join(all, "\n")
+			text := problemsText(rep)
 			for _, w := range tc.want {
 				if !strings.Contains(text, w) {
 					t.Errorf("no problem names %q; problems:\n%s", w, text)
@@ -184,11 +189,7 @@ func TestBrokenRotaryEncoders(t *testing.T) {
 			m := loadModel(t, good)
 			tc.break_(t, m)
 			rep := run(t, open(t, m.write(t)), GGUFReference(open(t, good)), Options{Prompt: "Hello world, this is a test."})
-			var all []string
-			for _, p := range rep.Problems {
-				all = append(all, p.String())
-			}
-			text := strings.Join(all, "\n")
+			text := problemsText(rep)
 			if rep.OK {
 				t.Fatalf("verify passes a broken file (encoder %+v)", rep.Encoder)
 			}

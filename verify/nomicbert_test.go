@@ -64,11 +64,7 @@ func TestNomicBERT(t *testing.T) {
 			m := loadModel(t, good)
 			tc.break_(t, m)
 			rep := run(t, open(t, m.write(t)), ref, opts)
-			var all []string
-			for _, p := range rep.Problems {
-				all = append(all, p.String())
-			}
-			text := strings.Join(all, "\n")
+			text := problemsText(rep)
 			if rep.OK {
 				t.Fatalf("verify passes a broken file (encoder %+v)", rep.Encoder)
 			}
@@ -131,11 +127,7 @@ func TestNomicBERTMoE(t *testing.T) {
 			m := loadModel(t, good)
 			tc.break_(t, m)
 			rep := run(t, open(t, m.write(t)), ref, opts)
-			var all []string
-			for _, p := range rep.Problems {
-				all = append(all, p.String())
-			}
-			text := strings.Join(all, "\n")
+			text := problemsText(rep)
 			if rep.OK {
 				t.Fatalf("verify passes a broken file (encoder %+v)", rep.Encoder)
 			}

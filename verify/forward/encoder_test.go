@@ -31,6 +31,26 @@ func readEncoderReference(t *testing.T, fixture string) encoderReference {
 	return ref
 }
 
+// runEncoder runs e over the reference's prompt and returns the least
+// cosine similarity of a token's last hidden state to the reference's and
+// the output pooled with p.
+func runEncoder(t *testing.T, e *Encoder, want *transformersLogits, p Pooling) (float64, []float32) {
+	t.Helper()
+	hidden, err := e.Hidden(context.Background(), want.PromptIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	least := 1.0
+	for i, row := range want.logits {
+		least = min(least, Cosine(hidden[want.Positions[i]], row))
+	}
+	pooled, err := e.Pool(hidden, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return least, pooled
+}
+
 // TestEncoderFixtures runs the encoder (BERT's, EuroBERT's or ModernBERT's
 // graph) on the F32 conversion of each encoder fixture and compares every token's last hidden state and the
 // pooled output, pooled as the GGUF's pooling_type says (rank for the

@@ -1,7 +1,6 @@
 package forward
 
 import (
-	"context"
 	"testing"
 )
 
@@ -53,18 +52,7 @@ func TestNeoBERT(t *testing.T) {
 					g.layers[i].qkv = perHeadToQKV(g.layers[i].qkv, c.Embd, c.Heads)
 				}
 			}
-			hidden, err := e.Hidden(context.Background(), want.PromptIDs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			least := 1.0
-			for i, row := range want.logits {
-				least = min(least, Cosine(hidden[want.Positions[i]], row))
-			}
-			pooled, err := e.Pool(hidden, c.Pooling)
-			if err != nil {
-				t.Fatal(err)
-			}
+			least, pooled := runEncoder(t, e, want, c.Pooling)
 			t.Logf("hidden states: least cosine %.8f; CLS-pooled cosine %.8f", least, Cosine(pooled, ref.Pooled))
 			if !rearranged {
 				if !(least < 0.999) {

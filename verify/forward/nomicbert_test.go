@@ -1,7 +1,6 @@
 package forward
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -70,18 +69,7 @@ func TestNomicBERT(t *testing.T) {
 			if tc.break_ != nil {
 				tc.break_(e)
 			}
-			hidden, err := e.Hidden(context.Background(), want.PromptIDs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			least := 1.0
-			for i, row := range want.logits {
-				least = min(least, Cosine(hidden[want.Positions[i]], row))
-			}
-			pooled, err := e.Pool(hidden, c.Pooling)
-			if err != nil {
-				t.Fatal(err)
-			}
+			least, pooled := runEncoder(t, e, want, c.Pooling)
 			t.Logf("hidden states: least cosine %.8f; mean-pooled cosine %.8f", least, Cosine(pooled, ref.Pooled))
 			if !tc.good {
 				if least > 0.999 {
@@ -164,18 +152,7 @@ func TestNomicBERTMoE(t *testing.T) {
 					}
 				}
 			}
-			hidden, err := e.Hidden(context.Background(), want.PromptIDs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			least := 1.0
-			for i, row := range want.logits {
-				least = min(least, Cosine(hidden[want.Positions[i]], row))
-			}
-			pooled, err := e.Pool(hidden, c.Pooling)
-			if err != nil {
-				t.Fatal(err)
-			}
+			least, pooled := runEncoder(t, e, want, c.Pooling)
 			t.Logf("hidden states: least cosine %.8f; mean-pooled cosine %.8f", least, Cosine(pooled, ref.Pooled))
 			if inverted {
 				if !(least < 0.99999) {
