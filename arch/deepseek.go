@@ -145,6 +145,7 @@ type deepseek2Kind int
 const (
 	deepseekV2  deepseek2Kind = iota // DeepseekV2Model (V2, V3)
 	glm4MoeLite                      // Glm4MoeLiteModel (conversion/glm.py)
+	mistral4                         // Mistral3Model.Mistral4Model (conversion/mistral3.py, see newMistral4)
 )
 
 // deepseek2 is DeepseekV2Model (conversion/deepseek.py, arch deepseek2)
@@ -167,6 +168,9 @@ type deepseek2 struct {
 func newDeepseek2(kind deepseek2Kind) Constructor {
 	return func(h HParams, dir string) (Model, error) {
 		ggufArch := "deepseek2"
+		if kind == mistral4 {
+			ggufArch = "mistral4"
+		}
 		main, err := h.MustInt("num_hidden_layers")
 		if err != nil {
 			return nil, err
@@ -175,7 +179,7 @@ func newDeepseek2(kind deepseek2Kind) Constructor {
 			return nil, &ConfigError{Key: "num_hidden_layers", Value: h["num_hidden_layers"], Msg: "is not a block count"}
 		}
 		var nextn int64
-		if kind != deepseekV2 {
+		if kind == glm4MoeLite {
 			// Glm4MoeLiteModel (without --no-mtp): block_count +=
 			// hparams.get("num_nextn_predict_layers", 0).
 			n, _, err := h.Int("num_nextn_predict_layers")
@@ -359,18 +363,25 @@ func (m *deepseek2) Params(ft gguf.FileType) ([]gguf.KV, error) {
 // multi-token-prediction layers skipped (V2, V3), experts stacked,
 // kv_b_proj split.
 func (m *deepseek2) Modify(in Input, bid int) ([]Output, error) {
-	name := in.Name
+	return m.modify(in, in.Name, bid)
+}
+
+// modify is Modify for a tensor the subclass has renamed to name.
+// Mistral4Model (skip_mtp and merge_expert off) neither skips layers past
+// num_hidden_layers nor stacks experts: its fused expert tensors map as
+// they are, and a per-expert one fails to map.
+func (m *deepseek2) modify(in Input, name string, bid int) ([]Output, error) {
 	if tied, _ := m.h.Bool("tie_word_embeddings"); tied && (name == "lm_head.weight" || name == "model.lm_head.weight") {
 		return nil, nil
 	}
-	if m.nextn == 0 {
+	if m.nextn == 0 && m.kind != mistral4 {
 		if sm := mtpLayer.FindStringSubmatch(name); sm != nil {
 			if n, err := strconv.Atoi(sm[1]); err != nil || n >= m.mainLayers {
 				return nil, nil
 			}
 		}
 	}
-	if strings.Contains(name, "mlp.experts") {
+	if strings.Contains(name, "mlp.experts") && m.kind != mistral4 {
 		return m.experts.add(&m.text, in, bid, "n_routed_experts")
 	}
 	if strings.HasSuffix(name, "kv_b_proj.weight") {

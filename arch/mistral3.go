@@ -14,14 +14,13 @@ func init() {
 // Mistral3Model.Ministral3Model: LlamaModel under the mistral3
 // architecture, plus, for model_type ministral3, the yarn log multiplier
 // and the attention temperature scale of its rope parameters. Mistral 4
-// (model_type mistral4) goes to the converter's Mistral4Model instead
-// (DeepseekV2Model under its own mistral4 architecture, with pre-stacked
-// fused experts), which ggufkit does not have yet.
+// (model_type mistral4) goes to Mistral3Model.Mistral4Model instead (see
+// newMistral4).
 type mistral3 struct{ *llama }
 
 func newMistral3(h HParams, dir string) (Model, error) {
 	if mt, _ := h["model_type"].(string); mt == "mistral4" {
-		return nil, fmt.Errorf("arch: Mistral 4 (model_type mistral4, converted by llama.cpp as DeepseekV2Model) is not supported yet")
+		return newMistral4(h, dir)
 	}
 	l, err := newLlamaArch("mistral3", h, dir)
 	if err != nil {

@@ -11,8 +11,10 @@ import (
 func TestMistral3Config(t *testing.T) {
 	const base = `"architectures":["Ministral3ForCausalLM"],"num_hidden_layers":1,"hidden_size":8,` +
 		`"num_attention_heads":2,"num_key_value_heads":1,"head_dim":4,"vocab_size":16`
-	if _, err := New(hp(t, `{`+base+`,"model_type":"mistral4"}`), ""); err == nil || !strings.Contains(err.Error(), "Mistral 4") {
-		t.Errorf("mistral4: error %v, want a refusal naming Mistral 4", err)
+	if m, err := New(hp(t, `{`+base+`,"model_type":"mistral4"}`), ""); err != nil {
+		t.Errorf("mistral4: %v", err)
+	} else if _, ok := m.(*mistral4Model); !ok {
+		t.Errorf("mistral4: %T, want Mistral4Model", m)
 	}
 	m, err := New(hp(t, `{`+base+`,"model_type":"ministral3","rope_parameters":{"rope_type":"default","rope_theta":10000}}`), "")
 	if err != nil {

@@ -100,6 +100,8 @@ var aliasesWithoutFixture = map[string]string{
 	"Ernie4_5_ForCausalLM":  "Ernie4_5ForCausalLM",
 	// JinaBertV2Model's two names: the same remote-code checkpoints.
 	"JinaBertModel": "JinaBertForMaskedLM",
+	// KimiLinearModel's second name: the same remote-code checkpoints.
+	"KimiLinearModel": "KimiLinearForCausalLM",
 }
 
 func TestFixtures(t *testing.T) {

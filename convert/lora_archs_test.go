@@ -13,7 +13,7 @@ import (
 // mlaRefused are the fixtures with DeepSeek's multi-head latent attention,
 // whose kv_b_proj the converter splits into per-head transposed k_b: no
 // LoRA pair follows (convert_lora_to_gguf.py raises NotImplementedError).
-var mlaRefused = map[string]bool{"dsv2lite": true, "dsv3": true, "dsv3fp8": true, "glm47flash": true}
+var mlaRefused = map[string]bool{"dsv2lite": true, "dsv3": true, "dsv3fp8": true, "glm47flash": true, "mistral4": true, "kimilinear": true}
 
 // scaledRefused are the fixtures whose converter scales weights by a
 // constant (Falcon-H1's μP multipliers, RWKV-6's 2^-(layer / rescale_every)

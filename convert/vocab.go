@@ -29,6 +29,7 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabInternLM3:     load.InternLM3,
 	arch.VocabErnie4_5:      load.Ernie4_5,
 	arch.VocabXLMRoberta:    load.XLMRoberta,
+	arch.VocabNomicBertMoE:  load.NomicBertMoE,
 	arch.VocabRoberta:       load.Roberta,
 	arch.VocabRWKVWorld:     load.RWKVWorld,
 }

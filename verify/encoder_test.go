@@ -23,6 +23,8 @@ func TestEncoders(t *testing.T) {
 		{"roberta", forward.PoolingMean},
 		{"distilbertmlm", forward.PoolingNone},
 		{"eurobert", forward.PoolingMean},
+		{"jinabert", forward.PoolingMean},
+		{"neobert", forward.PoolingCLS},
 		{"modernbert", forward.PoolingCLS},
 		{"modernbertcls", forward.PoolingRank},
 	}
@@ -50,6 +52,15 @@ func TestEncoders(t *testing.T) {
 			}
 		})
 	}
+}
+
+// problemsText is a report's problems, one a line.
+func problemsText(rep *Report) string {
+	var all []string
+	for _, p := range rep.Problems {
+		all = append(all, p.String())
+	}
+	return strings.Join(all, "\n")
 }
 
 // TestBrokenEncoders breaks xlmroberta's F32 conversion and shows verify
@@ -84,11 +95,7 @@ func TestBrokenEncoders(t *testing.T) {
 			if rep.OK {
 				t.Fatalf("verify passes a broken file (encoder %+v)", rep.Encoder)
 			}
-			var all []string
-			for _, p := range rep.Problems {
-				all = append(all, p.String())
-			}
-			text := strings.Join(all, "\n")
+			text := problemsText(rep)
 			for _, w := range tc.want {
 				if !strings.Contains(text, w) {
 					t.Errorf("no problem names %q; problems:\n%s", w, text)
@@ -135,10 +142,11 @@ func TestBrokenReranker(t *testing.T) {
 	}
 }
 
-// TestBrokenRotaryEncoders breaks EuroBERT's and ModernBERT's F32
-// conversions where their graphs differ from BERT's (rotary bases, the
-// sliding-window layers' base, the classifier's mean pooling) and shows
-// verify fails each against the correct file, naming the difference.
+// TestBrokenRotaryEncoders breaks EuroBERT's, ModernBERT's, Jina BERT v2's
+// and NeoBERT's F32 conversions where their graphs differ from BERT's
+// (rotary bases, the sliding-window layers' base, the classifier's mean
+// pooling) or in their pooling type, and shows verify fails each against
+// the correct file, naming the difference.
 func TestBrokenRotaryEncoders(t *testing.T) {
 	tests := []struct {
 		name, fixture string
@@ -155,6 +163,22 @@ func TestBrokenRotaryEncoders(t *testing.T) {
 		{"modernbert sliding-window rope base", "modernbert", func(t *testing.T, m *model) {
 			m.setKV("modern-bert.rope.freq_base_swa", gguf.Float32(160000))
 		}, []string{"modern-bert.rope.freq_base_swa", "last hidden states: cosine similarity"}},
+		{"jinabert wrong pooling type", "jinabert", func(t *testing.T, m *model) {
+			m.setKV("jina-bert-v2.pooling_type", gguf.Uint32(uint32(forward.PoolingCLS)))
+		}, []string{"jina-bert-v2.pooling_type", "pools with cls, the reference with mean"}},
+		{"jinabert feed-forward halves swapped", "jinabert", func(t *testing.T, m *model) {
+			up := m.tensor(t, "blk.0.ffn_up.weight")
+			half := len(up.data) / 2
+			gate := append([]byte(nil), up.data[:half]...)
+			copy(up.data[:half], up.data[half:])
+			copy(up.data[half:], gate)
+		}, []string{"blk.0.ffn_up.weight", "last hidden states: cosine similarity"}},
+		{"neobert wrong pooling type", "neobert", func(t *testing.T, m *model) {
+			m.setKV("neo-bert.pooling_type", gguf.Uint32(uint32(forward.PoolingMean)))
+		}, []string{"neo-bert.pooling_type", "pools with mean, the reference with cls"}},
+		{"neobert rope base", "neobert", func(t *testing.T, m *model) {
+			m.setKV("neo-bert.rope.freq_base", gguf.Float32(10))
+		}, []string{"neo-bert.rope.freq_base", "last hidden states: cosine similarity"}},
 		{"modernbertcls classifier pooling", "modernbertcls", func(t *testing.T, m *model) {
 			m.setKV("modern-bert.classifier.pooling_type", gguf.Uint32(uint32(forward.PoolingCLS)))
 		}, []string{"modern-bert.classifier.pooling_type", "rank-pooled output"}},
@@ -165,11 +189,7 @@ func TestBrokenRotaryEncoders(t *testing.T) {
 			m := loadModel(t, good)
 			tc.break_(t, m)
 			rep := run(t, open(t, m.write(t)), GGUFReference(open(t, good)), Options{Prompt: "Hello world, this is a test."})
-			var all []string
-			for _, p := range rep.Problems {
-				all = append(all, p.String())
-			}
-			text := strings.Join(all, "\n")
+			text := problemsText(rep)
 			if rep.OK {
 				t.Fatalf("verify passes a broken file (encoder %+v)", rep.Encoder)
 			}

@@ -105,18 +105,23 @@ func TestFixtures(t *testing.T) {
 }
 
 // TestRecurrentStructureOnly: an architecture with recurrent blocks
-// (qwen3next's gated delta net) is verified without a forward pass, and the
-// report says so; its Q8_0 conversion still passes the tensor comparison.
+// (qwen3next's gated delta net, Kimi Linear's KDA) is verified without a
+// forward pass, and the report says so; its Q8_0 conversion still passes
+// the tensor comparison.
 func TestRecurrentStructureOnly(t *testing.T) {
-	dir := assembleFixture(t, "qwen3next")
-	f32 := open(t, convertTo(t, dir, "f32"))
-	q8 := open(t, convertTo(t, dir, "q8_0"))
-	rep := run(t, q8, GGUFReference(f32), Options{Prompt: "Hello", NPredict: 4})
-	if !rep.OK || rep.Forward != nil || len(rep.Tensors) == 0 {
-		t.Fatalf("OK %v, forward %v, %d tensors compared, problems %v", rep.OK, rep.Forward, len(rep.Tensors), rep.Problems)
-	}
-	if len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[0], "structure (metadata, tokenizer) and the tensors only") {
-		t.Errorf("warnings %q do not say the check is structural only", rep.Warnings)
+	for _, fixture := range []string{"qwen3next", "kimilinear"} {
+		t.Run(fixture, func(t *testing.T) {
+			dir := assembleFixture(t, fixture)
+			f32 := open(t, convertTo(t, dir, "f32"))
+			q8 := open(t, convertTo(t, dir, "q8_0"))
+			rep := run(t, q8, GGUFReference(f32), Options{Prompt: "Hello", NPredict: 4})
+			if !rep.OK || rep.Forward != nil || len(rep.Tensors) == 0 {
+				t.Fatalf("OK %v, forward %v, %d tensors compared, problems %v", rep.OK, rep.Forward, len(rep.Tensors), rep.Problems)
+			}
+			if len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[0], "structure (metadata, tokenizer) and the tensors only") {
+				t.Errorf("warnings %q do not say the check is structural only", rep.Warnings)
+			}
+		})
 	}
 }
 

@@ -64,15 +64,73 @@ func TestNomicBERT(t *testing.T) {
 			m := loadModel(t, good)
 			tc.break_(t, m)
 			rep := run(t, open(t, m.write(t)), ref, opts)
-			var all []string
-			for _, p := range rep.Problems {
-				all = append(all, p.String())
-			}
-			text := strings.Join(all, "\n")
+			text := problemsText(rep)
 			if rep.OK {
 				t.Fatalf("verify passes a broken file (encoder %+v)", rep.Encoder)
 			}
 			t.Logf("problems:\n%s", text)
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("no problem names %q; problems:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
+
+// TestNomicBERTMoE verifies the nomicbertmoe fixture's F32 conversion
+// (its sizes rewritten to the fixture's, as nomicShrunk does for
+// nomicbert) alone and its Q8_0 conversion against it, then shows verify
+// fails the F32 file with a wrong pooling type or an inverted router.
+func TestNomicBERTMoE(t *testing.T) {
+	shrunk := func(path string) string {
+		m := loadModel(t, path)
+		for k, v := range map[string]uint32{
+			"embedding_length": 4, "block_count": 2, "feed_forward_length": 8, "attention.head_count": 2,
+			"attention.key_length": 2, "attention.value_length": 2,
+		} {
+			m.setKV("nomic-bert-moe."+k, gguf.Uint32(v))
+		}
+		return m.write(t)
+	}
+	dir := assembleFixture(t, "nomicbertmoe")
+	good := shrunk(convertTo(t, dir, "f32"))
+	opts := Options{Prompt: "Hello world, this is a test."}
+	alone := run(t, open(t, good), nil, opts)
+	if !alone.OK || alone.Encoder == nil || alone.Encoder.Pooling != forward.PoolingMean {
+		t.Fatalf("F32 alone: OK %v, problems %v, encoder %+v", alone.OK, alone.Problems, alone.Encoder)
+	}
+	ref := GGUFReference(open(t, good))
+	q8 := run(t, open(t, shrunk(convertTo(t, dir, "q8_0"))), ref, opts)
+	if e := q8.Encoder; !q8.OK || e == nil {
+		t.Fatalf("Q8_0 against F32: OK %v, problems %v", q8.OK, q8.Problems)
+	} else {
+		t.Logf("Q8_0 vs F32: %s-pooled cosine %.7f, tokens %.7f (limit %.7f)", e.Pooling, e.Cosine, e.TokenCosine, e.CosineLimit)
+	}
+	for _, tc := range []struct {
+		name   string
+		break_ func(t *testing.T, m *model)
+		want   []string
+	}{
+		{"wrong pooling type", func(t *testing.T, m *model) {
+			m.setKV("nomic-bert-moe.pooling_type", gguf.Uint32(uint32(forward.PoolingCLS)))
+		}, []string{"nomic-bert-moe.pooling_type", "pools with cls, the reference with mean"}},
+		{"router rows swapped", func(t *testing.T, m *model) {
+			g := m.tensor(t, "blk.1.ffn_gate_inp.weight")
+			row := len(g.data) / 4
+			first := append([]byte(nil), g.data[:row]...)
+			copy(g.data[:row], g.data[3*row:])
+			copy(g.data[3*row:], first)
+		}, []string{"blk.1.ffn_gate_inp.weight"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := loadModel(t, good)
+			tc.break_(t, m)
+			rep := run(t, open(t, m.write(t)), ref, opts)
+			text := problemsText(rep)
+			if rep.OK {
+				t.Fatalf("verify passes a broken file (encoder %+v)", rep.Encoder)
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(text, w) {
 					t.Errorf("no problem names %q; problems:\n%s", w, text)

@@ -75,6 +75,7 @@ var recurrentArchs = map[string]string{
 	"jamba":         "Mamba blocks",
 	"granitehybrid": "Mamba-2 blocks",
 	"falcon-h1":     "Mamba-2 branches",
+	"kimi-linear":   "Kimi Delta Attention",
 }
 
 // checkTensorSet compares the file's tensors with ExpectedTensors: every

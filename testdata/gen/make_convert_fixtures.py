@@ -1115,13 +1115,17 @@ FIXTURES["seedoss"] = dict(
 #   post_save(root, spec)  rewrites the saved weights in the fixture folder (e.g. FP8 block-quantized
 #                          or MXFP4 tensors as the real checkpoint stores them);
 #   write_weights(root, spec)  writes the weights itself instead of transformers (remote-code models
-#                          without a transformers class; needs logits_from=False);
+#                          without a transformers class; needs logits_from=False or a reference);
 #   logits_from            the fixture whose logits stand for this one (the same weights stored another
 #                          way), or False for none; default: computed from this fixture's folder;
 #   logits_config(spec)    the transformers config to load the folder with when its config.json is the
 #                          remote code's (keys transformers does not read);
 #   logits_fn(root, spec, ids), prompt  our own reference forward pass (a remote-code model transformers has no
 #                          class for) giving the logits of prompt["ids"], instead of transformers';
+#   reference(folder, spec, ids)  for a remote-code encoder transformers has no class for: our own PyTorch
+#                          forward pass of the model, written from its architecture, returning the last
+#                          hidden state [tokens, hidden] (float32) that stands for transformers' (with
+#                          encoder= set, the pooled output is taken from it as for the others);
 import glob as _glob
 for _fn in sorted(_glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "*.py"))):
     with open(_fn, encoding="utf-8") as _f:
@@ -1324,14 +1328,17 @@ def write_logits(out, name):
     with tempfile.TemporaryDirectory() as tmp:
         d = os.path.join(tmp, name)
         assemble(out, name, d)
-        model_cls = getattr(transformers, spec["cls"])
-        kw = {"config": spec["logits_config"](spec)} if spec.get("logits_config") else {}
-        model = model_cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager", **kw)
-        model.eval()
         ids = torch.tensor([prompt["ids"]])
-        res = model(input_ids=ids)
-        if spec.get("encoder"):
-            hidden = model(input_ids=ids, output_hidden_states=True).hidden_states[-1][0]
+        if spec.get("reference"):
+            hidden = spec["reference"](d, spec, prompt["ids"])
+        else:
+            model_cls = getattr(transformers, spec["cls"])
+            kw = {"config": spec["logits_config"](spec)} if spec.get("logits_config") else {}
+            model = model_cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager", **kw)
+            model.eval()
+            res = model(input_ids=ids)
+            if spec.get("encoder"):
+                hidden = model(input_ids=ids, output_hidden_states=True).hidden_states[-1][0]
     if spec.get("encoder"):
         kind = "last_hidden_state"
         full = hidden.float().numpy()
@@ -1386,13 +1393,18 @@ def write_logits_file(root, spec, prompt, kind, full, scores=None):
         info["computed_with"] = OrderedDict([
             ("torch", torch.__version__),
             ("load", "%s (ours, float64, from the math of llama.cpp's graph)" % spec["logits_fn"].__name__)])
-        write_json(os.path.join(root, "logits.json"), info)
-        return
-    info["computed_with"] = OrderedDict([
-        ("transformers", transformers.__version__), ("torch", torch.__version__),
-        ("load", "%s.from_pretrained(folder, dtype=torch.float32, attn_implementation='eager'%s)"
-         % (spec["cls"], ", config=" + spec["logits_config"].__name__ + "(spec)" if spec.get("logits_config") else "")),
-    ])
+    elif spec.get("reference"):
+        info["computed_with"] = OrderedDict([
+            ("torch", torch.__version__),
+            ("load", "%s(folder, spec, ids) in testdata/gen/fixtures/ (our PyTorch forward pass of the remote-code "
+                     "model, float32)" % spec["reference"].__name__),
+        ])
+    else:
+        info["computed_with"] = OrderedDict([
+            ("transformers", transformers.__version__), ("torch", torch.__version__),
+            ("load", "%s.from_pretrained(folder, dtype=torch.float32, attn_implementation='eager'%s)"
+             % (spec["cls"], ", config=" + spec["logits_config"].__name__ + "(spec)" if spec.get("logits_config") else "")),
+        ])
     write_json(os.path.join(root, "logits.json"), info)
 
 

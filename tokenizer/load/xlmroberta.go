@@ -15,10 +15,28 @@ import (
 // with only a tokenizer.json (the converter's other branch, which asks
 // transformers for the pieces) is refused.
 func XLMRoberta(dir string, opts Options) ([]gguf.KV, error) {
-	return run(dir, opts, xlmRoberta)
+	return run(dir, opts, func(f *folder, l *kvList, opts Options) error { return xlmRoberta(f, l, opts, -1) })
 }
 
-func xlmRoberta(f *folder, l *kvList, opts Options) error {
+// nomicMoEMask is the id _xlmroberta_set_vocab gives <mask> for a
+// nomic-bert-moe model: nomic-embed-text-v2-moe's sentencepiece.bpe.model
+// lacks it.
+const nomicMoEMask = 250001
+
+// NomicBertMoE is _xlmroberta_set_vocab for a nomic-bert-moe model
+// (NomicBertModel with moe_every_n_layers and a Unigram tokenizer.json):
+// XLMRoberta's vocabulary with <mask> written as a control token at id
+// 250001, which a vocabulary of fewer ids cannot hold (the converter's
+// IndexError).
+func NomicBertMoE(dir string, opts Options) ([]gguf.KV, error) {
+	return run(dir, opts, func(f *folder, l *kvList, opts Options) error {
+		return xlmRoberta(f, l, opts, nomicMoEMask)
+	})
+}
+
+// xlmRoberta writes XLM-R's vocabulary; mask, when not negative, is the id
+// <mask> is set at.
+func xlmRoberta(f *folder, l *kvList, opts Options, mask int) error {
 	const name = "sentencepiece.bpe.model"
 	m, err := loadSPM(f, name)
 	if isNotFound(err) && f.isFile("tokenizer.json") {
@@ -50,6 +68,12 @@ func xlmRoberta(f *folder, l *kvList, opts Options) error {
 		t.set(i, tok, 0, typeControl)
 	}
 	t.types[3] = typeUnknown
+	if mask >= 0 {
+		if mask >= n {
+			return fmt.Errorf("%w: %s: vocabulary of %d ids has no id %d for <mask>", ErrFormat, f.path(name), n, mask)
+		}
+		t.set(mask, "<mask>", 0, typeControl)
+	}
 	t.writeLlama(l, "t5")
 	l.boolean(gguf.KeyTokenizerAddSpacePrefix, m.AddDummyPrefix)
 	if err := l.u32(gguf.KeyTokenizerTokenTypeCount, typeCount(opts)); err != nil {

@@ -54,3 +54,30 @@ func TestXLMRoberta(t *testing.T) {
 		})
 	}
 }
+
+// TestNomicBertMoE: XLM-R's vocabulary with <mask> as a control token at
+// id 250001, which a smaller vocabulary cannot hold.
+func TestNomicBertMoE(t *testing.T) {
+	dir := filepath.Join(convertTokenizers, "xlmr")
+	kvs, err := NomicBertMoE(dir, Options{VocabSize: 250048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	var types []int32
+	for _, kv := range kvs {
+		switch kv.Key {
+		case gguf.KeyTokenizerTokens:
+			tokens, _ = kv.Value.Strings()
+		case gguf.KeyTokenizerTokenType:
+			types, _ = kv.Value.Any().([]int32)
+		}
+	}
+	if len(tokens) != 250048 || len(types) != 250048 || tokens[250001] != "<mask>" || types[250001] != typeControl ||
+		tokens[250000] != "[PAD249999]" {
+		t.Fatalf("%d tokens, %d types; 250001: %q", len(tokens), len(types), tokens[min(250001, len(tokens)-1)])
+	}
+	if _, err := NomicBertMoE(dir, Options{VocabSize: 32002}); !errors.Is(err, ErrFormat) {
+		t.Errorf("32002 ids: error %v, want ErrFormat", err)
+	}
+}

@@ -283,9 +283,8 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}, only: onlyDense},
 			{name: "blk.%d.ffn_gate_inp.weight", dims: []dim{dEmbd, dExperts}, only: onlyMoE},
 			{name: "blk.%d.exp_probs_b.bias", dims: []dim{dExperts}, only: onlyMoE, optional: true},
-			{name: "blk.%d.ffn_gate_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyMoE},
+			{gateUpExps: true, only: onlyMoE},
 			{name: "blk.%d.ffn_down_exps.weight", dims: []dim{dFFExp, dEmbd, dExperts}, only: onlyMoE},
-			{name: "blk.%d.ffn_up_exps.weight", dims: []dim{dEmbd, dFFExp, dExperts}, only: onlyMoE},
 			{name: "blk.%d.ffn_gate_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoE},
 			{name: "blk.%d.ffn_down_shexp.weight", dims: []dim{dFFShared, dEmbd}, only: onlyMoE},
 			{name: "blk.%d.ffn_up_shexp.weight", dims: []dim{dEmbd, dFFShared}, only: onlyMoE},
@@ -1297,12 +1296,16 @@ func (c *Config) size(d dim) int64 {
 // block index), or, with qkv set, create_tensor_qkv's group: a fused
 // attn_qkv (+ optional bias, or else optional separate biases) when the model
 // has one, else attn_q/k/v with optional biases; its dims are then the input,
-// Q, K and V widths.
+// Q, K and V widths. With gateUpExps set it is create_tensor_gate_up_exps's
+// group: a fused ffn_gate_up_exps (n_embd × 2·n_ff_exp × n_expert, the
+// gate rows of each expert first) when the model has one, else
+// ffn_gate_exps and ffn_up_exps.
 type rule struct {
-	name     string
-	dims     []dim
-	optional bool
-	qkv      bool
+	name       string
+	dims       []dim
+	optional   bool
+	qkv        bool
+	gateUpExps bool
 	// only restricts the rule to some blocks or configurations.
 	only ruleScope
 }
@@ -1460,7 +1463,7 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 		out = append(out, TensorSpec{Name: name, Shape: shape, Optional: optional})
 	}
 	for _, r := range c.arch.tensors {
-		if !r.qkv && !strings.Contains(r.name, "%d") && r.applies(c) {
+		if !r.qkv && !r.gateUpExps && !strings.Contains(r.name, "%d") && r.applies(c) {
 			add(r.name, r.optional, r.dims...)
 		}
 	}
@@ -1499,6 +1502,14 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 				add(fmt.Sprintf("blk.%d.attn_q.bias", il), true, q)
 				add(fmt.Sprintf("blk.%d.attn_k.bias", il), true, k)
 				add(fmt.Sprintf("blk.%d.attn_v.bias", il), true, v)
+			case r.gateUpExps:
+				fused := fmt.Sprintf("blk.%d.ffn_gate_up_exps.weight", il)
+				if present(fused) {
+					out = append(out, TensorSpec{Name: fused, Shape: []int64{c.size(dEmbd), 2 * c.size(dFFExp), c.size(dExperts)}, Optional: mtp})
+				} else {
+					add(fmt.Sprintf("blk.%d.ffn_gate_exps.weight", il), mtp, dEmbd, dFFExp, dExperts)
+					add(fmt.Sprintf("blk.%d.ffn_up_exps.weight", il), mtp, dEmbd, dFFExp, dExperts)
+				}
 			case strings.Contains(r.name, "%d"):
 				add(fmt.Sprintf(r.name, il), r.optional || mtp, r.dims...)
 			}

@@ -44,10 +44,15 @@ func (p Pooling) String() string {
 // BERT graph of llama.cpp's src/models/bert.cpp (BERT, RoBERTa,
 // XLM-RoBERTa, CamemBERT and DistilBERT conversions all have arch bert,
 // and Nomic BERT's runs it with rotary positions and a SwiGLU
-// feed-forward), EuroBERT's (src/models/eurobert.cpp) and ModernBERT's
-// (src/models/modern-bert.cpp).
+// feed-forward, Jina BERT v2's with ALiBi and a GeGLU one), EuroBERT's
+// (src/models/eurobert.cpp), ModernBERT's (src/models/modern-bert.cpp) and
+// NeoBERT's (src/models/neo-bert.cpp).
 func IsEncoder(arch string) bool {
-	return arch == "bert" || arch == archNomicBERT || arch == archEuroBERT || arch == archModernBERT
+	switch arch {
+	case "bert", archNomicBERT, archNomicBERTMoE, archJinaBERTv2, archEuroBERT, archModernBERT, archNeoBERT:
+		return true
+	}
+	return false
 }
 
 // EncoderConfig holds the hyperparameters of a BERT-graph encoder as
@@ -69,6 +74,10 @@ type EncoderConfig struct {
 	RopeBaseSWA float32
 	// FFNOp is ModernBERT's gated activation, from hidden_activation.
 	FFNOp glu
+	// MoEEvery, Experts and ExpertsUsed are nomic-bert-moe's: every
+	// MoEEvery-th block (il % MoEEvery == 1) routes its FFN to ExpertsUsed
+	// of Experts experts.
+	MoEEvery, Experts, ExpertsUsed int
 	// Pooling is {arch}.pooling_type, PoolingUnspecified when absent.
 	// ClsPooling is {arch}.classifier.pooling_type: the rank head reads the
 	// tokens' mean when it is mean, else the first token.
@@ -125,11 +134,18 @@ func ParseEncoderConfig(md Metadata) (*EncoderConfig, error) {
 		if err := parseModernBERT(r, c); err != nil {
 			return nil, err
 		}
-	case archNomicBERT:
+	case archNeoBERT:
+		if err := parseNeoBERT(r, c); err != nil {
+			return nil, err
+		}
+	case archNomicBERT, archNomicBERTMoE:
 		if err := parseBERT(r, c); err != nil {
 			return nil, err
 		}
 		if err := parseNomicBERT(r, c); err != nil {
+			return nil, err
+		}
+		if err := parseNomicBERTMoE(r, c); err != nil {
 			return nil, err
 		}
 	default:
@@ -172,8 +188,12 @@ func readPooling(r *kvReader, key string, dst *Pooling) error {
 }
 
 // encLayer is one block's weights, each matrix as out rows of in values.
-// gate is Nomic BERT's SwiGLU gate (nil for BERT's GELU feed-forward).
+// gate is Nomic BERT's SwiGLU gate (nil for BERT's GELU feed-forward);
+// upGated marks Jina BERT v2's ffn_up holding the GeGLU gate (its first
+// n_ff rows) and value together.
 type encLayer struct {
+	upGated                                  bool
+	gateInp, upExps, downExps                []float32
 	q, k, v, o, up, down, gate               []float32
 	qb, kb, vb, ob, upb, downb               []float32
 	attnNormW, attnNormB, outNormW, outNormB []float32
@@ -190,8 +210,11 @@ type Encoder struct {
 	clsOut, clsOutB []float32
 	// ClsOut is the number of classifier outputs (0 without cls.output).
 	ClsOut int
-	// graph runs EuroBERT's or ModernBERT's blocks in tok and layers' place.
+	// graph runs EuroBERT's, ModernBERT's or NeoBERT's blocks in tok and
+	// layers' place.
 	graph encoderGraph
+	// alibi holds Jina BERT v2's per-head ALiBi slopes (nil: no bias).
+	alibi []float32
 }
 
 // encoderGraph is an encoder graph other than BERT's: it returns each
@@ -211,6 +234,14 @@ func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 	case archModernBERT:
 		e.graph = loadModernBERT(c, l)
 		e.loadClassifier(l)
+	case archNeoBERT:
+		e.graph = loadNeoBERT(c, l)
+		e.loadClassifier(l)
+	case archJinaBERTv2:
+		if err := checkJinaBERTv2(c, w); err != nil {
+			return nil, err
+		}
+		e.alibi = alibiSlopes(c.Heads, jinaMaxAlibiBias)
 	}
 	if e.graph != nil {
 		if l.err != nil {
@@ -225,8 +256,8 @@ func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 		l.err = fmt.Errorf("%w: tensor token_embd.weight missing or not 2-D", ErrWeights)
 	}
 	e.typ = l.get("token_types.weight", n, c.TokenTypes, false)
-	rotary := c.Arch == archNomicBERT
-	if !rotary {
+	rotary, jina := c.Arch == archNomicBERT || c.Arch == archNomicBERTMoE, c.Arch == archJinaBERTv2
+	if !rotary && !jina {
 		e.pos = l.get("position_embd.weight", n, c.CtxTrain, true)
 	}
 	e.normW = l.get("token_embd_norm.weight", n, 1, true)
@@ -251,11 +282,35 @@ func LoadEncoder(c *EncoderConfig, w Weights) (*Encoder, error) {
 		}
 		L.o, L.ob = l.get(b+"attn_output.weight", n, n, true), l.get(b+"attn_output.bias", n, 1, false)
 		L.attnNormW, L.attnNormB = l.get(b+"attn_output_norm.weight", n, 1, true), l.get(b+"attn_output_norm.bias", n, 1, true)
-		L.up, L.down = l.get(b+"ffn_up.weight", n, c.FF, true), l.get(b+"ffn_down.weight", c.FF, n, true)
-		if rotary {
+		ffUp := c.FF
+		if c.moeLayer(i) {
+			ffUp = 0
+		} else if up, ok := w.Tensor(b + "ffn_up.weight"); ok && jina && len(up.Shape()) == 2 && up.Shape()[1] == int64(2*c.FF) {
+			// llama.cpp's up_contains_gate: ffn_up is n_ff gate rows, then
+			// n_ff value rows (GeGLU, unless an ffn_gate is there).
+			ffUp = 2 * c.FF
+		}
+		if ffUp > 0 {
+			L.up, L.down = l.get(b+"ffn_up.weight", n, ffUp, true), l.get(b+"ffn_down.weight", c.FF, n, true)
+		}
+		switch {
+		case c.moeLayer(i):
+			// nomic-bert-moe's routed blocks: the router and the stacked
+			// experts' up and down matrices, without biases.
+			E, ff := c.Experts, c.FF
+			L.up, L.down = nil, nil
+			L.gateInp = l.get(b+"ffn_gate_inp.weight", n, E, true)
+			L.upExps = l.getExperts(b+"ffn_up_exps.weight", n, ff, E)
+			L.downExps = l.getExperts(b+"ffn_down_exps.weight", ff, n, E)
+		case c.Arch == archNomicBERTMoE:
+			L.upb, L.downb = l.get(b+"ffn_up.bias", c.FF, 1, false), l.get(b+"ffn_down.bias", n, 1, false)
+		case rotary:
 			// Nomic BERT's graph runs the SwiGLU feed-forward without biases.
 			L.gate = l.get(b+"ffn_gate.weight", n, c.FF, true)
-		} else {
+		case jina:
+			L.upGated = ffUp != c.FF
+			L.upb, L.downb = l.get(b+"ffn_up.bias", ffUp, 1, false), l.get(b+"ffn_down.bias", n, 1, true)
+		default:
 			L.upb, L.downb = l.get(b+"ffn_up.bias", c.FF, 1, false), l.get(b+"ffn_down.bias", n, 1, false)
 		}
 		L.outNormW, L.outNormB = l.get(b+"layer_output_norm.weight", n, 1, true), l.get(b+"layer_output_norm.bias", n, 1, true)
@@ -345,7 +400,8 @@ func linear(out []float32, w, b, x []float32) {
 // Hidden runs the encoder over ids (token type 0, positions from 0, every
 // token attending to every other) and returns the last hidden state of
 // each token: llama.cpp's result_embd. Nomic BERT's positions are NeoX
-// rotations of each head's queries and keys instead of a learned table.
+// rotations of each head's queries and keys instead of a learned table,
+// Jina BERT v2's ALiBi biases of the attention scores.
 func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 	c := e.Config
 	n := c.Embd
@@ -384,7 +440,7 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 	}
 	hd := n / c.Heads
 	var caches [][]float32
-	if e.pos == nil {
+	if c.Arch == archNomicBERT || c.Arch == archNomicBERTMoE {
 		rc := &Config{RopeAttnFactor: 1}
 		caches = alloc2(T, hd)
 		for p := range caches {
@@ -395,7 +451,7 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 	q, k, v := alloc2(T, n), alloc2(T, n), alloc2(T, n)
 	attn := alloc2(T, n)
 	scores := make([]float32, T)
-	up, gate := make([]float32, c.FF), make([]float32, c.FF)
+	up, gate := make([]float32, 2*c.FF), make([]float32, c.FF)
 	cur := make([]float32, n)
 	for il := range e.layers {
 		if err := ctx.Err(); err != nil {
@@ -417,7 +473,16 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 				for s := 0; s < T; s++ {
 					scores[s] = dot(qh, k[s][h*hd:(h+1)*hd])
 				}
-				softmax(scores, scale)
+				if e.alibi != nil {
+					// ggml_soft_max_ext's ALiBi: scale, then the slope times
+					// the mask's −|i − j|.
+					for s := range scores {
+						scores[s] = scores[s]*scale - e.alibi[h]*float32(max(t-s, s-t))
+					}
+					softmax(scores, 1)
+				} else {
+					softmax(scores, scale)
+				}
 				out := attn[t][h*hd : (h+1)*hd]
 				clear(out)
 				for s := 0; s < T; s++ {
@@ -434,18 +499,33 @@ func (e *Encoder) Hidden(ctx context.Context, ids []int) ([][]float32, error) {
 			}
 			layerNorm(tmp, cur, L.attnNormW, L.attnNormB, c.Eps)
 			ffnIn := append([]float32(nil), tmp...)
-			linear(up, L.up, L.upb, ffnIn)
-			if L.gate != nil {
+			if L.gateInp != nil {
+				moeFFN(cur, L, c, ffnIn, up[:c.FF])
+				for j := range cur {
+					cur[j] += ffnIn[j]
+				}
+				layerNorm(x[t], cur, L.outNormW, L.outNormB, c.Eps)
+				continue
+			}
+			upOut := up[:len(L.up)/n]
+			linear(upOut, L.up, L.upb, ffnIn)
+			switch {
+			case L.upGated:
+				// ggml_geglu: GELU of the first half times the second.
+				for j := range c.FF {
+					upOut[j] = gelu(upOut[j]) * upOut[c.FF+j]
+				}
+			case L.gate != nil:
 				linear(gate, L.gate, nil, ffnIn)
 				for j, g := range gate {
-					up[j] *= silu(g)
+					upOut[j] *= silu(g)
 				}
-			} else {
-				for j, u := range up {
-					up[j] = gelu(u)
+			default:
+				for j, u := range upOut {
+					upOut[j] = gelu(u)
 				}
 			}
-			linear(cur, L.down, L.downb, up)
+			linear(cur, L.down, L.downb, upOut[:c.FF])
 			for j := range cur {
 				cur[j] += ffnIn[j]
 			}

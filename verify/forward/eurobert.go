@@ -3,7 +3,6 @@ package forward
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/ggufkit/ggufkit/gguf"
 )
@@ -15,11 +14,7 @@ const archEuroBERT = "eurobert"
 // loader read beyond the encoder's shared sizes: the RMS norms' epsilon,
 // the key/value heads, the head size and the rotary base.
 func parseEuroBERT(r *kvReader, c *EncoderConfig) error {
-	if _, err := r.f32(r.key(gguf.SuffixLayerNormRMSEps), &c.Eps, true); err != nil {
-		return err
-	}
-	c.KVHeads = c.Heads
-	if _, err := r.u32(r.key(gguf.SuffixHeadCountKV), &c.KVHeads, false); err != nil {
+	if err := parseRMSHeads(r, c); err != nil {
 		return err
 	}
 	c.HeadDim = c.Embd / c.Heads
@@ -59,12 +54,7 @@ type euroBERT struct {
 // loadEuroBERT reads EuroBERT's weights; l keeps the first error.
 func loadEuroBERT(c *EncoderConfig, l *encLoader) *euroBERT {
 	n, q, kv := c.Embd, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	m := &euroBERT{layers: make([]euroBERTLayer, c.Layers)}
-	if tok, ok := l.w.Tensor("token_embd.weight"); ok && len(tok.Shape()) == 2 {
-		m.tok = l.get("token_embd.weight", n, int(tok.Shape()[1]), true)
-	} else {
-		l.err = fmt.Errorf("%w: tensor token_embd.weight missing or not 2-D", ErrWeights)
-	}
+	m := &euroBERT{layers: make([]euroBERTLayer, c.Layers), tok: l.tokEmbd(n)}
 	m.outNorm = l.get("output_norm.weight", n, 1, true)
 	for i := range m.layers {
 		L := &m.layers[i]
@@ -86,21 +76,11 @@ func loadEuroBERT(c *EncoderConfig, l *encLoader) *euroBERT {
 // to every other) and returns each token's output-normed state.
 func (m *euroBERT) hidden(ctx context.Context, c *EncoderConfig, ids []int) ([][]float32, error) {
 	n, hd, T := c.Embd, c.HeadDim, len(ids)
-	vocab := len(m.tok) / n
-	x := make([][]float32, T)
-	for i, id := range ids {
-		if id < 0 || id >= vocab {
-			return nil, fmt.Errorf("%w: token id %d outside the %d-token embedding", ErrUnsupported, id, vocab)
-		}
-		x[i] = append([]float32(nil), m.tok[id*n:(id+1)*n]...)
+	x, err := embedRows(m.tok, n, ids)
+	if err != nil {
+		return nil, err
 	}
-	rc := &Config{RopeAttnFactor: 1}
-	caches := alloc2(T, hd)
-	for p := range caches {
-		ropeCache(caches[p], p, hd, c.RopeBase, 1, nil, rc)
-	}
-	group := c.Heads / c.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	caches := ropeCaches(T, hd, c.RopeBase)
 	q, k, v := alloc2(T, c.Heads*hd), alloc2(T, c.KVHeads*hd), alloc2(T, c.KVHeads*hd)
 	attn := alloc2(T, c.Heads*hd)
 	scores := make([]float32, T)
@@ -123,23 +103,10 @@ func (m *euroBERT) hidden(ctx context.Context, c *EncoderConfig, ids []int) ([][
 				rope(k[t][h*hd:(h+1)*hd], caches[t], hd, ropeNeox)
 			}
 		}
-		for t := 0; t < T; t++ {
-			for h := 0; h < c.Heads; h++ {
-				kh := h / group
-				qh := q[t][h*hd : (h+1)*hd]
-				for s := 0; s < T; s++ {
-					scores[s] = dot(qh, k[s][kh*hd:(kh+1)*hd])
-				}
-				softmax(scores, scale)
-				out := attn[t][h*hd : (h+1)*hd]
-				clear(out)
-				for s := 0; s < T; s++ {
-					for j, vv := range v[s][kh*hd : (kh+1)*hd] {
-						out[j] += scores[s] * vv
-					}
-				}
-			}
+		head := func(m [][]float32) func(t, h int) []float32 {
+			return func(t, h int) []float32 { return m[t][h*hd : (h+1)*hd] }
 		}
+		attendAll(T, c.Heads, c.Heads/c.KVHeads, hd, head(q), head(k), head(v), attn, scores)
 		for t := 0; t < T; t++ {
 			linear(cur, L.o, nil, attn[t])
 			for j := range cur {

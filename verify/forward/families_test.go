@@ -192,6 +192,9 @@ func TestFamilies(t *testing.T) {
 		{"glm47flash", "deepseek2", 5e-6, func(md Metadata) Metadata {
 			return withKV{md, "deepseek2.expert_gating_func", gguf.Uint32(2)}
 		}, nil},
+		// Mistral Small 4: deepseek2's graph under mistral4, the experts
+		// fused as ffn_gate_up_exps, soft-max routing, YaRN.
+		{"mistral4", "mistral4", 1e-6, nil, nil},
 		{"starcoder2", "starcoder2", 5e-4, nil, nil},
 		{"gpt2", "gpt2", 5e-4, nil, nil},
 		{"gptneox", "gptneox", 1e-3, nil, nil},

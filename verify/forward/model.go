@@ -158,6 +158,30 @@ func (l *loader) experts(name string) ([]*matrix, error) {
 	return out, nil
 }
 
+// gateUpExperts splits a fused ffn_gate_up_exps into each expert's gate
+// and up matrices (its first and second n_ff rows), as build_moe_ffn views
+// the product of the fused weight; nil when the model has none. Only the
+// gate half is observed (Options.Observe): both halves take the same input,
+// which llama.cpp's one product of the fused weight sees once.
+func (l *loader) gateUpExperts(name string) (gate, up []*matrix, err error) {
+	all, err := l.experts(name)
+	if all == nil || err != nil {
+		return nil, nil, err
+	}
+	for _, m := range all {
+		if m.rows%2 != 0 {
+			return nil, nil, fmt.Errorf("%w: tensor %s has an odd row count %d", ErrWeights, name, m.rows)
+		}
+		g, u := *m, *m
+		g.rows, u.rows = m.rows/2, m.rows/2
+		u.off += m.rows / 2
+		g.name, u.name = m.name+".gate", m.name+".up"
+		u.tensor = ""
+		gate, up = append(gate, &g), append(up, &u)
+	}
+	return gate, up, nil
+}
+
 func (l *loader) mat(name string) (*matrix, error) {
 	t, err := l.tensor(name)
 	if t == nil || err != nil {
@@ -268,6 +292,9 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.gateExps, b("ffn_gate_exps.weight"))
 		set(&ly.upExps, b("ffn_up_exps.weight"))
 		set(&ly.downExps, b("ffn_down_exps.weight"))
+		if ly.gateExps == nil && err == nil {
+			ly.gateExps, ly.upExps, err = l.gateUpExperts(b("ffn_gate_up_exps.weight"))
+		}
 		set(&ly.gateInpShared, b("ffn_gate_inp_shexp.weight"))
 		set(&ly.gateShared, b("ffn_gate_shexp.weight"))
 		set(&ly.upShared, b("ffn_up_shexp.weight"))

@@ -1,11 +1,7 @@
 package forward
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -38,14 +34,7 @@ func nomicShrunk(md Metadata) Metadata {
 func TestNomicBERT(t *testing.T) {
 	f := convertFixture(t, "nomicbert")
 	want := readTransformersLogits(t, "nomicbert")
-	var ref encoderReference
-	raw, err := os.ReadFile(filepath.Join(fixtures, "nomicbert", "logits.json"))
-	if err == nil {
-		err = json.Unmarshal(raw, &ref)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := readEncoderReference(t, "nomicbert")
 	swapQK := func(e *Encoder) {
 		for i := range e.layers {
 			L := &e.layers[i]
@@ -80,18 +69,7 @@ func TestNomicBERT(t *testing.T) {
 			if tc.break_ != nil {
 				tc.break_(e)
 			}
-			hidden, err := e.Hidden(context.Background(), want.PromptIDs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			least := 1.0
-			for i, row := range want.logits {
-				least = min(least, Cosine(hidden[want.Positions[i]], row))
-			}
-			pooled, err := e.Pool(hidden, c.Pooling)
-			if err != nil {
-				t.Fatal(err)
-			}
+			least, pooled := runEncoder(t, e, want, c.Pooling)
 			t.Logf("hidden states: least cosine %.8f; mean-pooled cosine %.8f", least, Cosine(pooled, ref.Pooled))
 			if !tc.good {
 				if least > 0.999 {
@@ -127,6 +105,65 @@ func TestNomicBERTMetadata(t *testing.T) {
 				t.Fatalf("error %v, want %v", err, tc.want)
 			}
 			t.Log(err)
+		})
+	}
+}
+
+// TestNomicBERTMoE runs nomic-bert-moe's graph (BERT's with rotary
+// positions, GELU MLPs with biases, and a soft-max-routed mixture of GELU
+// experts on every second block) on the nomicbertmoe fixture's F32
+// conversion, its sizes rewritten to the fixture's (the converter writes
+// NomicBertConfig's defaults, as for nomicbert), and compares every
+// token's last hidden state and the mean-pooled output with the fixture
+// generator's PyTorch forward pass (testdata/gen/fixtures/nomicbertmoe.py,
+// given the file's rope base, epsilon and missing expert bias): cosine ≥
+// 0.99999. Routing to the least probable experts moves them off.
+func TestNomicBERTMoE(t *testing.T) {
+	f := convertFixture(t, "nomicbertmoe")
+	var md Metadata = f
+	for _, kv := range []struct {
+		suffix string
+		v      uint32
+	}{
+		{gguf.SuffixEmbeddingLength, 4}, {gguf.SuffixBlockCount, 2}, {gguf.SuffixFeedForwardLength, 8},
+		{gguf.SuffixHeadCount, 2}, {gguf.SuffixKeyLength, 2}, {gguf.SuffixValueLength, 2},
+	} {
+		md = withKV{md, archNomicBERTMoE + "." + kv.suffix, gguf.Uint32(kv.v)}
+	}
+	want := readTransformersLogits(t, "nomicbertmoe")
+	ref := readEncoderReference(t, "nomicbertmoe")
+	for _, inverted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "file", true: "router inverted"}[inverted], func(t *testing.T) {
+			c, err := ParseEncoderConfig(md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Pooling != PoolingMean || c.MoEEvery != 2 || c.Experts != 4 || c.ExpertsUsed != 2 {
+				t.Fatalf("pooling %v, MoE every %d, %d experts, %d used", c.Pooling, c.MoEEvery, c.Experts, c.ExpertsUsed)
+			}
+			e, err := LoadEncoder(c, GGUFWeights(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inverted {
+				for i := range e.layers {
+					for j, v := range e.layers[i].gateInp {
+						e.layers[i].gateInp[j] = -v
+					}
+				}
+			}
+			least, pooled := runEncoder(t, e, want, c.Pooling)
+			t.Logf("hidden states: least cosine %.8f; mean-pooled cosine %.8f", least, Cosine(pooled, ref.Pooled))
+			if inverted {
+				if !(least < 0.99999) {
+					t.Errorf("least hidden state cosine %.7f: the broken router matches the reference", least)
+				}
+				return
+			}
+			if !(least >= 0.99999) {
+				t.Errorf("least hidden state cosine %.7f < 0.99999", least)
+			}
+			checkPooled(t, PoolingMean, pooled, ref.Pooled)
 		})
 	}
 }
