@@ -173,6 +173,7 @@ const (
 type mulScratch struct {
 	rows [][]qrow
 	acts []qact
+	enc  []byte // the inputs' Q8_K blocks one after the other (fused kernels)
 }
 
 // mulBlocks is mul on the stored blocks: every input converted once to the
@@ -183,6 +184,14 @@ type mulScratch struct {
 func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *vecKernel, x, out [][]float32) (bool, error) {
 	s.mm.acts = grow(s.mm.acts, len(x))
 	acts := s.mm.acts
+	stride := 0 // bytes from one input's Q8_K blocks to the next (fused)
+	if k.fused {
+		stride = w.cols / 256 * q8KBytes
+		s.mm.enc = grow(s.mm.enc, len(x)*stride)
+		for t := range acts {
+			acts[t].enc = s.mm.enc[t*stride : (t+1)*stride : (t+1)*stride]
+		}
+	}
 	var bad atomic.Bool
 	err := parallel(ctx, s.m.threads, len(x), func(_, t int) error {
 		if quantizeAct(k.act, x[t][:w.cols], &acts[t]) != nil {
@@ -221,12 +230,22 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		rows := s.mm.rows[worker][:n]
 		for r := range rows {
 			k.unpack(&rows[r], data[r*rowBytes:(r+1)*rowBytes], w.cols)
-			if k.act >= actQ8_0 {
+			if k.act >= actQ8_0 && !k.fused {
 				rows[r].sums = grow(rows[r].sums, w.cols/16)
 			}
 		}
 		for t0 := 0; t0 < len(x); t0 += tokenTile {
 			t1 := min(len(x), t0+tokenTile)
+			if k.fused {
+				var res [tokenTile]float32
+				for r := range rows {
+					rows[r].rows(&rows[r], s.mm.enc[t0*stride:], stride, t1-t0, res[:])
+					for t := t0; t < t1; t++ {
+						out[t][r0+r] = res[t-t0]
+					}
+				}
+				continue
+			}
 			for r := range rows {
 				q, t := &rows[r], t0
 				switch k.act { // four inputs per pass where a kernel does

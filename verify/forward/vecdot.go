@@ -40,6 +40,9 @@ type vecKernel struct {
 	block  int // values per block
 	bytes  int // bytes per block
 	unpack func(r *qrow, row []byte, cols int)
+	// fused: the unpacked rows multiply through qrow.rows, on the inputs'
+	// Q8_K blocks as encoded (vecdot_kfused.go).
+	fused bool
 }
 
 // vecKernels are the weight types with a product on the blocks; the others
@@ -53,9 +56,9 @@ var vecKernels = map[gguf.Type]*vecKernel{
 	gguf.Q5_0:   {act: actQ8_0, block: 32, bytes: 22, unpack: unpackQ5_0},
 	gguf.IQ4_NL: {act: actQ8_0, block: 32, bytes: 18, unpack: unpackIQ4NL},
 	gguf.MXFP4:  {act: actQ8_0, block: 32, bytes: 17, unpack: unpackMXFP4},
-	gguf.Q4_K:   {act: actQ8K, block: 256, bytes: 144, unpack: unpackQ4K},
+	gguf.Q4_K:   {act: actQ8K, block: 256, bytes: 144, unpack: unpackQ4K, fused: true},
 	gguf.Q5_K:   {act: actQ8K, block: 256, bytes: 176, unpack: unpackQ5K},
-	gguf.Q6_K:   {act: actQ8K, block: 256, bytes: 210, unpack: unpackQ6K},
+	gguf.Q6_K:   {act: actQ8K, block: 256, bytes: 210, unpack: unpackQ6K, fused: true},
 	gguf.IQ4_XS: {act: actQ8K, block: 256, bytes: 136, unpack: unpackIQ4XS},
 }
 
@@ -141,6 +144,7 @@ type qrow struct {
 	scales []int32   // K types: the integer scale of every 16 values (Q4_K: 32)
 	mins   []int32   // Q4_K, Q5_K: the integer min of every 32 values
 	sums   []int32   // scratch: the integer sums per 16 values
+	rows   kRows     // Q4_K, Q6_K: the fused product on raw (vecdot_kfused.go)
 }
 
 // dot is the product of the unpacked row r with the activation a.
@@ -152,12 +156,13 @@ func (r *qrow) dot(kind actKind, a *qact) float32 {
 		}
 		return dotQ8(int8Bytes(r.qs), 32, a.qs, r.d, a.d, r.sums)
 	case actQ8K:
-		isums := r.sums[:len(a.d)]
-		if r.raw != nil {
-			q4kDot(r.raw, a.qs, r.scales, isums)
-		} else {
-			dotK(r.qs, a.qs, r.scales, isums)
+		if r.rows != nil {
+			var s [1]float32
+			r.rows(r, a.enc, 0, 1, s[:])
+			return s[0]
 		}
+		isums := r.sums[:len(a.d)]
+		dotK(r.qs, a.qs, r.scales, isums)
 		var sumf float32
 		for b, d := range a.d {
 			sumf += (r.d[b] * d) * float32(isums[b])
@@ -206,29 +211,6 @@ func dotQ8Generic(a []byte, astride int, b []int8, wd, xd []float32, sums []int3
 		sumf += float32(sums[2*g]+sums[2*g+1]) * (wd[g] * xd[g])
 	}
 	return sumf
-}
-
-// q4kDotGeneric is dotK on the stored Q4_K blocks of x (levels from byte
-// 16 of each 144: 32 bytes hold 32 low nibbles, then 32 high ones), with
-// one scale per 32 values.
-func q4kDotGeneric(x []byte, b []int8, scales []int32, out []int32) {
-	for i := range len(b) / 256 {
-		qs := x[144*i+16 : 144*i+144 : 144*i+144]
-		bb := b[256*i : 256*i+256 : 256*i+256]
-		var isum int32
-		for j := range 4 {
-			var s [4]int32
-			for l := range 32 {
-				v := qs[32*j+l]
-				s[l/16] += int32(v&0xF) * int32(bb[64*j+l])
-				s[2+l/16] += int32(v>>4) * int32(bb[64*j+32+l])
-			}
-			for h := range 4 {
-				isum += scales[8*i+2*j+h/2] * s[h]
-			}
-		}
-		out[i] = isum
-	}
 }
 
 // dotKGeneric is dotK through i8sums16.
@@ -397,7 +379,7 @@ func unpackMXFP4(r *qrow, row []byte, cols int) {
 // prepK sizes r for the 256-value super-blocks of cols.
 func prepK(r *qrow, cols int, mins bool) {
 	nb := cols / 256
-	r.qs, r.d, r.scales, r.raw = grow(r.qs, cols), grow(r.d, nb), grow(r.scales, cols/16), nil
+	r.qs, r.d, r.scales, r.raw, r.rows = grow(r.qs, cols), grow(r.d, nb), grow(r.scales, cols/16), nil, nil
 	r.mins, r.dmin = nil, nil
 	if mins {
 		r.mins, r.dmin = grow(r.mins, cols/32), grow(r.dmin, nb)
@@ -431,16 +413,6 @@ func scaleMinK4(q []byte, sc, mn []int32, per16 bool) {
 	}
 }
 
-func unpackQ4K(r *qrow, row []byte, cols int) {
-	prepK(r, cols, true)
-	for b := range cols / 256 {
-		blk := row[b*144 : b*144+144 : b*144+144]
-		r.d[b], r.dmin[b] = half(blk), half(blk[2:])
-		scaleMinK4(blk[4:16], r.scales[8*b:], r.mins[8*b:], false)
-	}
-	r.raw = row // the levels are read in place (q4kDot)
-}
-
 func unpackQ5K(r *qrow, row []byte, cols int) {
 	prepK(r, cols, true)
 	for b := range cols / 256 {
@@ -455,30 +427,6 @@ func unpackQ5K(r *qrow, row []byte, cols int) {
 				u, h := le.Uint64(qs[l:]), le.Uint64(qh[l:])
 				le.PutUint64(q[64*j+l:], u&lo4|(h>>(2*j)&lo1)<<4)
 				le.PutUint64(q[64*j+32+l:], u>>4&lo4|(h>>(2*j+1)&lo1)<<4)
-			}
-		}
-	}
-}
-
-func unpackQ6K(r *qrow, row []byte, cols int) {
-	prepK(r, cols, false)
-	for b := range cols / 256 {
-		blk := row[b*210 : b*210+210 : b*210+210]
-		ql, qh, sc := blk[0:128], blk[128:192], blk[192:208]
-		r.d[b] = half(blk[208:])
-		for j, s := range sc {
-			r.scales[16*b+j] = int32(int8(s))
-		}
-		const less32 = 0x6060606060606060
-		q := int8Bytes(r.qs[b*256 : b*256+256 : b*256+256])
-		for h := range 2 {
-			l4, hh, a := ql[64*h:64*h+64:64*h+64], qh[32*h:32*h+32:32*h+32], q[128*h:128*h+128:128*h+128]
-			for l := 0; l < 32; l += 8 {
-				x, y, z := le.Uint64(l4[l:]), le.Uint64(l4[l+32:]), le.Uint64(hh[l:])
-				le.PutUint64(a[l:], (x&lo4|(z&lo2)<<4+less32)^msb)
-				le.PutUint64(a[l+32:], (y&lo4|(z>>2&lo2)<<4+less32)^msb)
-				le.PutUint64(a[l+64:], (x>>4&lo4|(z>>4&lo2)<<4+less32)^msb)
-				le.PutUint64(a[l+96:], (y>>4&lo4|(z>>6&lo2)<<4+less32)^msb)
 			}
 		}
 	}

@@ -20,7 +20,16 @@ func dotF32x4AVX2(w, x0, x1, x2, x3 *float32, n int, out *float32)
 func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) float32
 
 //go:noescape
-func q4kDotAVX2(x *byte, b *int8, scales *int32, blocks int, out *int32)
+func q4kDot4AVX2(x, a *byte, astride int, blocks int, out *float32)
+
+//go:noescape
+func q4kDot1AVX2(x, a *byte, blocks int) float32
+
+//go:noescape
+func q6kDot4AVX2(x, a *byte, astride int, blocks int, out *float32)
+
+//go:noescape
+func q6kDot1AVX2(x, a *byte, blocks int) float32
 
 //go:noescape
 func i8dotQ8x4AVX2(a *byte, astride int, b *[4]*int8, wd *float32, xd *[4]*float32, groups int, out *float32)
@@ -31,6 +40,7 @@ func i8dotKAVX2(a, b *int8, scales *int32, blocks int, out *int32)
 var (
 	useAVX2 = cpu.X86.HasAVX2
 	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	useF16C = useFMA && cpu.X86.HasF16C // the fused K-quant kernels
 )
 
 // i8sums16 sets out[i] to Σ a·b over the 16 values from i·16 on: len(b)
@@ -89,15 +99,48 @@ func dotK(a, b []int8, scales []int32, out []int32) {
 	i8dotKAVX2(&a[0], &b[0], &scales[0], blocks, &out[0])
 }
 
-// q4kDot is dotK on the stored Q4_K blocks of x, one scale per 32 values.
-func q4kDot(x []byte, b []int8, scales []int32, out []int32) {
-	blocks := len(b) / 256
-	if !useAVX2 || blocks == 0 {
-		q4kDotGeneric(x, b, scales, out)
+// q4kDot4 sets out[0:4] to q4kDotGeneric of the Q4_K blocks x with the
+// four activations a, a[stride:], a[2·stride:], a[3·stride:].
+func q4kDot4(x, a []byte, stride int, out []float32) {
+	blocks := len(x) / 144
+	if !useF16C || blocks == 0 {
+		q4kDot4Generic(x, a, stride, out)
 		return
 	}
-	_, _, _ = x[blocks*144-1], scales[blocks*8-1], out[blocks-1]
-	q4kDotAVX2(&x[0], &b[0], &scales[0], blocks, &out[0])
+	_, _ = a[3*stride+blocks*q8KBytes-1], out[3]
+	q4kDot4AVX2(&x[0], &a[0], stride, blocks, &out[0])
+}
+
+// q4kDot1 is q4kDotGeneric (the Q4_K blocks x with the activation a).
+func q4kDot1(x, a []byte) float32 {
+	blocks := len(x) / 144
+	if !useF16C || blocks == 0 {
+		return q4kDotGeneric(x, a)
+	}
+	_ = a[blocks*q8KBytes-1]
+	return q4kDot1AVX2(&x[0], &a[0], blocks)
+}
+
+// q6kDot4 sets out[0:4] to q6kDotGeneric of the Q6_K blocks x with the
+// four activations a, a[stride:], a[2·stride:], a[3·stride:].
+func q6kDot4(x, a []byte, stride int, out []float32) {
+	blocks := len(x) / 210
+	if !useF16C || blocks == 0 {
+		q6kDot4Generic(x, a, stride, out)
+		return
+	}
+	_, _ = a[3*stride+blocks*q8KBytes-1], out[3]
+	q6kDot4AVX2(&x[0], &a[0], stride, blocks, &out[0])
+}
+
+// q6kDot1 is q6kDotGeneric (the Q6_K blocks x with the activation a).
+func q6kDot1(x, a []byte) float32 {
+	blocks := len(x) / 210
+	if !useF16C || blocks == 0 {
+		return q6kDotGeneric(x, a)
+	}
+	_ = a[blocks*q8KBytes-1]
+	return q6kDot1AVX2(&x[0], &a[0], blocks)
 }
 
 // dotF32x4 is dotF32 of w with four vectors (each at least as long as w).

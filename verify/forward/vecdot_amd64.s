@@ -261,62 +261,6 @@ kdone:
 	VZEROUPPER
 	RET
 
-// func q4kDotAVX2(x *byte, b *int8, scales *int32, blocks int, out *int32)
-//
-// dotK, with one scale per 32 values, straight on Q4_K blocks (144 bytes, levels from byte 16 on): each
-// 32 bytes hold 64 levels, 32 low nibbles then 32 high ones, all 0..15, so
-// VPMADDUBSW takes them as the unsigned operand as they are; VPMADDWD by
-// the broadcast scale (int16 range) gives scale·(pair sums) in int32.
-TEXT ·q4kDotAVX2(SB), NOSPLIT, $0-40
-	MOVQ         x+0(FP), SI
-	MOVQ         b+8(FP), DI
-	MOVQ         scales+16(FP), R10
-	MOVQ         blocks+24(FP), CX
-	MOVQ         out+32(FP), DX
-	MOVQ         $0x0F0F0F0F, AX
-	MOVQ         AX, X14
-	VPBROADCASTD X14, Y14
-
-q4block:
-	TESTQ CX, CX
-	JEQ   q4done
-	VPXOR Y13, Y13, Y13
-	LEAQ  16(SI), R11
-	MOVQ  $4, BX
-
-q4chunk:
-	VMOVDQU      (R11), Y0
-	VPAND        Y14, Y0, Y1
-	VPSRLW       $4, Y0, Y0
-	VPAND        Y14, Y0, Y0
-	VPMADDUBSW   (DI), Y1, Y2
-	VPBROADCASTW (R10), Y8
-	VPMADDWD     Y8, Y2, Y2
-	VPADDD       Y2, Y13, Y13
-	VPMADDUBSW   32(DI), Y0, Y3
-	VPBROADCASTW 4(R10), Y9
-	VPMADDWD     Y9, Y3, Y3
-	VPADDD       Y3, Y13, Y13
-	ADDQ         $32, R11
-	ADDQ         $64, DI
-	ADDQ         $8, R10
-	DECQ         BX
-	JNZ          q4chunk
-
-	VEXTRACTI128 $1, Y13, X12
-	VPADDD       X12, X13, X13
-	VPHADDD      X13, X13, X13
-	VPHADDD      X13, X13, X13
-	VMOVD        X13, (DX)
-	ADDQ         $144, SI
-	ADDQ         $4, DX
-	DECQ         CX
-	JMP          q4block
-
-q4done:
-	VZEROUPPER
-	RET
-
 // func dotF32x4AVX2(w, x0, x1, x2, x3 *float32, n int, out *float32)
 //
 // The products of w with four vectors at once, n a multiple of 16: each
@@ -460,4 +404,379 @@ x4done:
 	VADDPS       X1, X3, X3
 	VMOVUPS      X3, (DX)
 	VZEROUPPER
+	RET
+
+// The fused Q4_K and Q6_K products (vecdot_kfused.go), straight on the
+// stored blocks. Registers: SI the weight blocks, DI the activations' Q8_K
+// blocks, token t at DI + t·R8 (R9 = 3·R8); Y0–Y3 the float32 sums of
+// tokens 0–3, Y4–Y7 their int32 sums of the current super-block (eight
+// lanes, added at the end), Y15 0x0F in every byte. Each block's scales
+// (and mins) are widened to int16 into the frame (0(R10) on), its fp16 d
+// (and dmin) converted with VCVTPH2PS. Levels are unsigned (nibbles, or
+// Q6_K's 0..63), the activation signed, so VPMADDUBSW takes them as they
+// are and no pair saturates (63·128·2 < 2^15); VPMADDWD by the broadcast
+// scale gives scale·(pair sums) in int32, as ggml's AVX2 kernels do.
+
+// Q4_K's 12 bytes of 6-bit scales and mins (get_scale_min_k4, as the utmp
+// words of ggml's vec_dot) to 8 int16 scales at 0(R10) and the 8 mins, each
+// twice (one per 16 values), at 16(R10). Clobbers AX, BX, R11, R14, R15,
+// Y8, Y9.
+#define Q4SCALES \
+	MOVL       4(SI), AX; \
+	MOVL       8(SI), BX; \
+	MOVL       12(SI), R11; \
+	MOVL       AX, R14; \
+	ANDL       $0x3f3f3f3f, R14; \
+	MOVL       R11, R15; \
+	ANDL       $0x0f0f0f0f, R15; \
+	SHRL       $6, AX; \
+	ANDL       $0x03030303, AX; \
+	SHLL       $4, AX; \
+	ORL        AX, R15; \
+	SHLQ       $32, R15; \
+	ORQ        R15, R14; \
+	MOVQ       R14, X8; \
+	VPMOVZXBW  X8, X8; \
+	VMOVDQU    X8, 0(R10); \
+	MOVL       BX, R14; \
+	ANDL       $0x3f3f3f3f, R14; \
+	SHRL       $4, R11; \
+	ANDL       $0x0f0f0f0f, R11; \
+	SHRL       $6, BX; \
+	ANDL       $0x03030303, BX; \
+	SHLL       $4, BX; \
+	ORL        BX, R11; \
+	SHLQ       $32, R11; \
+	ORQ        R11, R14; \
+	MOVQ       R14, X9; \
+	VPUNPCKLBW X9, X9, X9; \
+	VPMOVZXBW  X9, Y9; \
+	VMOVDQU    Y9, 16(R10)
+
+// Q4_K: 32 bytes of levels (64 values: 32 low nibbles, 32 high) split into
+// Y8 (low) and Y9 (high), their two scales broadcast in Y10 and Y11.
+#define Q4SPLIT(W, S0, S1) \
+	VMOVDQU      W, Y9; \
+	VPAND        Y15, Y9, Y8; \
+	VPSRLW       $4, Y9, Y9; \
+	VPAND        Y15, Y9, Y9; \
+	VPBROADCASTW S0, Y10; \
+	VPBROADCASTW S1, Y11
+
+// One token's products with Y8 and Y9: A0 and A1 its 32 + 32 levels.
+#define Q4TOK(A0, A1, ACC) \
+	VPMADDUBSW A0, Y8, Y12; \
+	VPMADDWD   Y10, Y12, Y12; \
+	VPADDD     Y12, ACC, ACC; \
+	VPMADDUBSW A1, Y9, Y13; \
+	VPMADDWD   Y11, Y13, Y13; \
+	VPADDD     Y13, ACC, ACC
+
+// The block's d and dmin broadcast into Y12 and Y14.
+#define Q4D \
+	VCVTPH2PS    (SI), X14; \
+	VBROADCASTSS X14, Y12; \
+	VPSHUFD      $0x55, X14, X14; \
+	VINSERTI128  $1, X14, Y14, Y14
+
+// End of a super-block for one token (D its scale, BS its sums of 16):
+// FACC += d·da·(int sums) − dmin·da·(mins · sums); ACC cleared.
+#define Q4END(D, BS, ACC, FACC) \
+	VBROADCASTSS D, Y10; \
+	VMULPS       Y12, Y10, Y11; \
+	VMULPS       Y14, Y10, Y10; \
+	VCVTDQ2PS    ACC, ACC; \
+	VFMADD231PS  Y11, ACC, FACC; \
+	VMOVDQU      BS, Y13; \
+	VPMADDWD     16(R10), Y13, Y13; \
+	VCVTDQ2PS    Y13, Y13; \
+	VFNMADD231PS Y10, Y13, FACC; \
+	VPXOR        ACC, ACC, ACC
+
+#define KPROLOGUE \
+	MOVQ         $0x0F0F0F0F, AX; \
+	MOVQ         AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	VXORPS       Y0, Y0, Y0; \
+	VXORPS       Y1, Y1, Y1; \
+	VXORPS       Y2, Y2, Y2; \
+	VXORPS       Y3, Y3, Y3; \
+	VPXOR        Y4, Y4, Y4; \
+	VPXOR        Y5, Y5, Y5; \
+	VPXOR        Y6, Y6, Y6; \
+	VPXOR        Y7, Y7, Y7
+
+// The four float32 sums Y0–Y3 added across their lanes into (DX).
+#define KSTORE4 \
+	VHADDPS      Y1, Y0, Y0; \
+	VHADDPS      Y3, Y2, Y2; \
+	VHADDPS      Y2, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VMOVUPS      X0, (DX)
+
+// Y0's lanes added into X0's first.
+#define KSUM1 \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VHADDPS      X0, X0, X0; \
+	VHADDPS      X0, X0, X0
+
+// func q4kDot4AVX2(x *byte, a *byte, astride int, blocks int, out *float32)
+TEXT ·q4kDot4AVX2(SB), NOSPLIT, $48-40
+	MOVQ x+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ astride+16(FP), R8
+	MOVQ blocks+24(FP), CX
+	MOVQ out+32(FP), DX
+	LEAQ (R8)(R8*2), R9
+	LEAQ 0(SP), R10
+	KPROLOGUE
+
+q44block:
+	TESTQ CX, CX
+	JEQ   q44done
+	Q4SCALES
+	Q4SPLIT(16(SI), 0(R10), 2(R10))
+	Q4TOK(4(DI), 36(DI), Y4)
+	Q4TOK(4(DI)(R8*1), 36(DI)(R8*1), Y5)
+	Q4TOK(4(DI)(R8*2), 36(DI)(R8*2), Y6)
+	Q4TOK(4(DI)(R9*1), 36(DI)(R9*1), Y7)
+	Q4SPLIT(48(SI), 4(R10), 6(R10))
+	Q4TOK(68(DI), 100(DI), Y4)
+	Q4TOK(68(DI)(R8*1), 100(DI)(R8*1), Y5)
+	Q4TOK(68(DI)(R8*2), 100(DI)(R8*2), Y6)
+	Q4TOK(68(DI)(R9*1), 100(DI)(R9*1), Y7)
+	Q4SPLIT(80(SI), 8(R10), 10(R10))
+	Q4TOK(132(DI), 164(DI), Y4)
+	Q4TOK(132(DI)(R8*1), 164(DI)(R8*1), Y5)
+	Q4TOK(132(DI)(R8*2), 164(DI)(R8*2), Y6)
+	Q4TOK(132(DI)(R9*1), 164(DI)(R9*1), Y7)
+	Q4SPLIT(112(SI), 12(R10), 14(R10))
+	Q4TOK(196(DI), 228(DI), Y4)
+	Q4TOK(196(DI)(R8*1), 228(DI)(R8*1), Y5)
+	Q4TOK(196(DI)(R8*2), 228(DI)(R8*2), Y6)
+	Q4TOK(196(DI)(R9*1), 228(DI)(R9*1), Y7)
+	Q4D
+	Q4END((DI), 260(DI), Y4, Y0)
+	Q4END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1)
+	Q4END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2)
+	Q4END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q44block
+
+q44done:
+	KSTORE4
+	VZEROUPPER
+	RET
+
+// func q4kDot1AVX2(x *byte, a *byte, blocks int) float32
+TEXT ·q4kDot1AVX2(SB), NOSPLIT, $48-28
+	MOVQ x+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	LEAQ 0(SP), R10
+	KPROLOGUE
+
+q41block:
+	TESTQ CX, CX
+	JEQ   q41done
+	Q4SCALES
+	Q4SPLIT(16(SI), 0(R10), 2(R10))
+	Q4TOK(4(DI), 36(DI), Y4)
+	Q4SPLIT(48(SI), 4(R10), 6(R10))
+	Q4TOK(68(DI), 100(DI), Y5)
+	Q4SPLIT(80(SI), 8(R10), 10(R10))
+	Q4TOK(132(DI), 164(DI), Y4)
+	Q4SPLIT(112(SI), 12(R10), 14(R10))
+	Q4TOK(196(DI), 228(DI), Y5)
+	VPADDD Y5, Y4, Y4
+	VPXOR  Y5, Y5, Y5
+	Q4D
+	Q4END((DI), 260(DI), Y4, Y0)
+	ADDQ   $144, SI
+	ADDQ   $292, DI
+	DECQ   CX
+	JMP    q41block
+
+q41done:
+	KSUM1
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// Q6_K's 16 int8 scales widened to int16 at 0(R10), its d broadcast in Y13.
+#define Q6SCALES \
+	VPMOVSXBW    192(SI), Y9; \
+	VMOVDQU      Y9, 0(R10); \
+	MOVWLZX      208(SI), AX; \
+	MOVQ         AX, X13; \
+	VCVTPH2PS    X13, X13; \
+	VBROADCASTSS X13, Y13
+
+// Q6_K: 32 levels 0..63 into Y8 from 32 bytes of low bits QL (low or high
+// nibbles) and 32 of high bits QH (the pair at bits 0, 2, 4 or 6 moved to
+// bits 4–5; Y14 is 0x30 in every byte); Y9 is clobbered.
+#define Q6L0(QL, QH) \
+	VPAND   QL, Y15, Y8; \
+	VMOVDQU QH, Y9; \
+	VPSLLW  $4, Y9, Y9; \
+	VPAND   Y14, Y9, Y9; \
+	VPOR    Y9, Y8, Y8
+
+#define Q6L1(QL, QH) \
+	VPAND   QL, Y15, Y8; \
+	VMOVDQU QH, Y9; \
+	VPSLLW  $2, Y9, Y9; \
+	VPAND   Y14, Y9, Y9; \
+	VPOR    Y9, Y8, Y8
+
+#define Q6L2(QL, QH) \
+	VMOVDQU QL, Y8; \
+	VPSRLW  $4, Y8, Y8; \
+	VPAND   Y15, Y8, Y8; \
+	VPAND   QH, Y14, Y9; \
+	VPOR    Y9, Y8, Y8
+
+#define Q6L3(QL, QH) \
+	VMOVDQU QL, Y8; \
+	VPSRLW  $4, Y8, Y8; \
+	VPAND   Y15, Y8, Y8; \
+	VMOVDQU QH, Y9; \
+	VPSRLW  $2, Y9, Y9; \
+	VPAND   Y14, Y9, Y9; \
+	VPOR    Y9, Y8, Y8
+
+// The scales of the two 16s of Y8: S0 in the low lane, S1 in the high.
+#define Q6SC(S0, S1) \
+	VPBROADCASTW S0, Y10; \
+	VPBROADCASTW S1, Y11; \
+	VPBLENDD     $0xF0, Y11, Y10, Y10
+
+#define Q6TOK(A, ACC) \
+	VPMADDUBSW A, Y8, Y12; \
+	VPMADDWD   Y10, Y12, Y12; \
+	VPADDD     Y12, ACC, ACC
+
+// End of a super-block for one token: ACC less 32·(scales · sums of 16),
+// FACC += d·da·ACC (Y13 = d broadcast); ACC cleared.
+#define Q6END(D, BS, ACC, FACC) \
+	VMOVDQU      BS, Y12; \
+	VPMADDWD     0(R10), Y12, Y12; \
+	VPSLLD       $5, Y12, Y12; \
+	VPSUBD       Y12, ACC, ACC; \
+	VCVTDQ2PS    ACC, ACC; \
+	VBROADCASTSS D, Y12; \
+	VMULPS       Y13, Y12, Y12; \
+	VFMADD231PS  Y12, ACC, FACC; \
+	VPXOR        ACC, ACC, ACC
+
+#define Q6PROLOGUE \
+	KPROLOGUE; \
+	MOVQ         $0x30303030, AX; \
+	MOVQ         AX, X14; \
+	VPBROADCASTD X14, Y14
+
+// Half H of a Q6_K block for four tokens: levels from QL0/QL1 (64 bytes at
+// 64·H) and QH (32 bytes at 128 + 32·H), scales S0–S7 (8·H on), activation
+// levels at A0–A3 (4 + 128·H on).
+#define Q6HALF4(QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
+	Q6L0(QL0, QH); \
+	Q6SC(S0, S1); \
+	Q6TOK(A0(DI), Y4); \
+	Q6TOK(A0(DI)(R8*1), Y5); \
+	Q6TOK(A0(DI)(R8*2), Y6); \
+	Q6TOK(A0(DI)(R9*1), Y7); \
+	Q6L1(QL1, QH); \
+	Q6SC(S2, S3); \
+	Q6TOK(A1(DI), Y4); \
+	Q6TOK(A1(DI)(R8*1), Y5); \
+	Q6TOK(A1(DI)(R8*2), Y6); \
+	Q6TOK(A1(DI)(R9*1), Y7); \
+	Q6L2(QL0, QH); \
+	Q6SC(S4, S5); \
+	Q6TOK(A2(DI), Y4); \
+	Q6TOK(A2(DI)(R8*1), Y5); \
+	Q6TOK(A2(DI)(R8*2), Y6); \
+	Q6TOK(A2(DI)(R9*1), Y7); \
+	Q6L3(QL1, QH); \
+	Q6SC(S6, S7); \
+	Q6TOK(A3(DI), Y4); \
+	Q6TOK(A3(DI)(R8*1), Y5); \
+	Q6TOK(A3(DI)(R8*2), Y6); \
+	Q6TOK(A3(DI)(R9*1), Y7)
+
+#define Q6HALF1(QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
+	Q6L0(QL0, QH); \
+	Q6SC(S0, S1); \
+	Q6TOK(A0(DI), Y4); \
+	Q6L1(QL1, QH); \
+	Q6SC(S2, S3); \
+	Q6TOK(A1(DI), Y5); \
+	Q6L2(QL0, QH); \
+	Q6SC(S4, S5); \
+	Q6TOK(A2(DI), Y4); \
+	Q6L3(QL1, QH); \
+	Q6SC(S6, S7); \
+	Q6TOK(A3(DI), Y5)
+
+// func q6kDot4AVX2(x *byte, a *byte, astride int, blocks int, out *float32)
+TEXT ·q6kDot4AVX2(SB), NOSPLIT, $32-40
+	MOVQ x+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ astride+16(FP), R8
+	MOVQ blocks+24(FP), CX
+	MOVQ out+32(FP), DX
+	LEAQ (R8)(R8*2), R9
+	LEAQ 0(SP), R10
+	Q6PROLOGUE
+
+q64block:
+	TESTQ CX, CX
+	JEQ   q64done
+	Q6SCALES
+	Q6HALF4(0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100)
+	Q6HALF4(64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228)
+	Q6END((DI), 260(DI), Y4, Y0)
+	Q6END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1)
+	Q6END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2)
+	Q6END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q64block
+
+q64done:
+	KSTORE4
+	VZEROUPPER
+	RET
+
+// func q6kDot1AVX2(x *byte, a *byte, blocks int) float32
+TEXT ·q6kDot1AVX2(SB), NOSPLIT, $32-28
+	MOVQ x+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	LEAQ 0(SP), R10
+	Q6PROLOGUE
+
+q61block:
+	TESTQ CX, CX
+	JEQ   q61done
+	Q6SCALES
+	Q6HALF1(0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100)
+	Q6HALF1(64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228)
+	VPADDD Y5, Y4, Y4
+	VPXOR  Y5, Y5, Y5
+	Q6END((DI), 260(DI), Y4, Y0)
+	ADDQ   $210, SI
+	ADDQ   $292, DI
+	DECQ   CX
+	JMP    q61block
+
+q61done:
+	KSUM1
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
 	RET

@@ -194,7 +194,7 @@ func TestDotF32(t *testing.T) {
 	}
 }
 
-// TestDotQ8K checks the fused products (dotQ8, dotQ8x4, dotK, q4kDot) (AVX2 on amd64) against their Go
+// TestDotQ8K checks the fused products (dotQ8, dotQ8x4, dotK) (AVX2 on amd64) against their Go
 // forms: dotK exactly, dotQ8 within float32 rounding, on random levels
 // with the extremes, strides of packed levels and of Q8_0 blocks, every
 // group count from 0 to 13 and super-block count from 0 to 3.
@@ -268,15 +268,70 @@ func TestDotQ8K(t *testing.T) {
 				t.Errorf("dotK %d blocks: block %d = %d, want %d", blocks, i, got[i], want[i])
 			}
 		}
-		x := make([]byte, 144*blocks)
-		for i := range x {
-			x[i] = byte(rng.Uint32())
-		}
-		q4kDot(x, b, scales, got)
-		q4kDotGeneric(x, b, scales, want)
-		for i := range want {
-			if got[i] != want[i] {
-				t.Errorf("q4kDot %d blocks: block %d = %d, want %d", blocks, i, got[i], want[i])
+	}
+}
+
+// TestKFused checks the fused Q4_K and Q6_K products (AVX2 on amd64)
+// against their Go forms, within float32 rounding: random blocks (every
+// level and scale bit random, mins and negative scales included), each
+// activation of random levels with the extremes, 0 to 4 super-blocks (the
+// bound: 1e-7 of the largest possible Σ|w·x|, far below a lane lost), the
+// four-activation form with activations spaced and in every position.
+func TestKFused(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K} {
+		for blocks := range 5 {
+			cols := 256 * blocks
+			var r qrow
+			row := randomBlocks(rng, typ, cols)
+			vecKernels[typ].unpack(&r, row, cols)
+			stride := blocks*q8KBytes + 8
+			a := make([]byte, 4*stride)
+			var mag float64
+			for t := range 4 {
+				for b := range blocks {
+					blk := a[t*stride+b*q8KBytes:]
+					d := float32(rng.ExpFloat64())
+					le.PutUint32(blk, math.Float32bits(d))
+					for i := range 256 {
+						v := int8(rng.IntN(256) - 128)
+						if t == 1 && b == 0 {
+							v = -128 // the largest magnitudes
+						}
+						blk[4+i] = byte(v)
+					}
+					for j := range 16 {
+						var s int16
+						for _, v := range blk[4+16*j : 20+16*j] {
+							s += int16(int8(v))
+						}
+						le.PutUint16(blk[260+2*j:], uint16(s))
+					}
+					k := vecKernels[typ].bytes
+					if typ == gguf.Q4_K {
+						mag += 256 * 128 * 64 * 16 * float64(d) * math.Abs(float64(half(row[b*k:])))
+						mag += 256 * 128 * 64 * float64(d) * math.Abs(float64(half(row[b*k+2:])))
+					} else {
+						mag += 256 * 128 * 128 * 64 * float64(d) * math.Abs(float64(half(row[b*k+208:])))
+					}
+				}
+			}
+			want := make([]float32, 4)
+			for t := range want {
+				if typ == gguf.Q4_K {
+					want[t] = q4kDotGeneric(row, a[t*stride:])
+				} else {
+					want[t] = q6kDotGeneric(row, a[t*stride:])
+				}
+			}
+			for n := 1; n <= 4; n++ {
+				got := make([]float32, n)
+				r.rows(&r, a, stride, n, got)
+				for i := range got {
+					if math.Abs(float64(got[i]-want[i])) > 1e-7*mag {
+						t.Errorf("%s, %d blocks, %d activations: product %d = %g, want %g", typ, blocks, n, i, got[i], want[i])
+					}
+				}
 			}
 		}
 	}
