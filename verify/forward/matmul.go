@@ -203,9 +203,12 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		return false, err
 	}
 	rowBytes := w.cols / k.block * k.bytes
-	unpacked := w.cols
-	if k.act < actQ8_0 {
+	unpacked := w.cols // bytes of an unpacked row
+	switch k.act {
+	case actF32, actBF16:
 		unpacked = 4 * w.cols
+	case actF16:
+		unpacked = 2 * w.cols
 	}
 	rowsPer := max(1, min(maxChunkRows, unpackedBytes/unpacked))
 	chunks := (w.rows + rowsPer - 1) / rowsPer
@@ -252,7 +255,7 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 				case actF32, actF16, actBF16:
 					for ; t+4 <= t1; t += 4 {
 						out[t][r0+r], out[t+1][r0+r], out[t+2][r0+r], out[t+3][r0+r] =
-							dotF32x4(q.f, acts[t].f, acts[t+1].f, acts[t+2].f, acts[t+3].f)
+							q.dotF4(k.act, &acts[t], &acts[t+1], &acts[t+2], &acts[t+3])
 					}
 				case actQ8_0:
 					for ; t+4 <= t1; t += 4 {

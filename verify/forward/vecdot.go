@@ -49,7 +49,7 @@ type vecKernel struct {
 // are decoded to float32 a chunk of rows at a time.
 var vecKernels = map[gguf.Type]*vecKernel{
 	gguf.F32:    {act: actF32, block: 1, bytes: 4, unpack: floatUnpacker(readers.F32)},
-	gguf.F16:    {act: actF16, block: 1, bytes: 2, unpack: floatUnpacker(readers.F16)},
+	gguf.F16:    {act: actF16, block: 1, bytes: 2, unpack: unpackF16},
 	gguf.BF16:   {act: actBF16, block: 1, bytes: 2, unpack: floatUnpacker(readers.BF16)},
 	gguf.Q8_0:   {act: actQ8_0, block: 32, bytes: 34, unpack: unpackQ8_0},
 	gguf.Q4_0:   {act: actQ8_0, block: 32, bytes: 18, unpack: unpackQ4_0},
@@ -136,7 +136,7 @@ func grow[T any](s []T, n int) []T {
 
 // qrow is one weight row unpacked for the products.
 type qrow struct {
-	f      []float32 // float types: the decoded row
+	f      []float32 // F32, BF16: the decoded row (F16 is read in place)
 	qs     []int8    // levels in the activation's order
 	raw    []byte    // Q8_0: the row itself, levels read in place
 	d      []float32 // per block: the weight scale (32-value types) or d (K)
@@ -177,9 +177,20 @@ func (r *qrow) dot(kind actKind, a *qact) float32 {
 			}
 		}
 		return sumf
+	case actF16:
+		return dotF16(r.raw, a.f)
 	default:
 		return dotF32(r.f, a.f)
 	}
+}
+
+// dotF4 is dot of the unpacked row r with four activations of a float
+// kind (actF32, actF16, actBF16).
+func (r *qrow) dotF4(kind actKind, a0, a1, a2, a3 *qact) (float32, float32, float32, float32) {
+	if kind == actF16 {
+		return dotF16x4(r.raw, a0.f, a1.f, a2.f, a3.f)
+	}
+	return dotF32x4(r.f, a0.f, a1.f, a2.f, a3.f)
 }
 
 // dotQ8x4Generic is dotQ8 of one row with four inputs, one at a time.

@@ -37,6 +37,12 @@ func i8dotQ8x4AVX2(a *byte, astride int, b *[4]*int8, wd *float32, xd *[4]*float
 //go:noescape
 func i8dotKAVX2(a, b *int8, scales *int32, blocks int, out *int32)
 
+//go:noescape
+func dotF16AVX2(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dotF16x4AVX2(w *byte, x0, x1, x2, x3 *float32, n int, out *float32)
+
 var (
 	useAVX2 = cpu.X86.HasAVX2
 	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
@@ -175,4 +181,36 @@ func dotQ8x4(a []byte, astride int, b [4][]int8, wd []float32, xd [4][]float32, 
 	var s [4]float32
 	i8dotQ8x4AVX2(&a[0], astride, &bp, &wd[0], &xp, groups, &s[0])
 	return s
+}
+
+// dotF16 is Σ w·x in float32, w fp16 (2·len(x) bytes).
+func dotF16(w []byte, x []float32) float32 {
+	n := len(x) &^ 31
+	if !useF16C || n == 0 {
+		return dotF16Generic(w, x)
+	}
+	_ = w[2*n-1]
+	s := dotF16AVX2(&w[0], &x[0], n)
+	if n < len(x) {
+		s += dotF16Generic(w[2*n:], x[n:])
+	}
+	return s
+}
+
+// dotF16x4 is dotF16 of w with four vectors (each of len(w)/2 values at
+// least).
+func dotF16x4(w []byte, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
+	cols := len(w) / 2
+	n := cols &^ 15
+	if !useF16C || n == 0 {
+		return dotF16x4Generic(w, x0, x1, x2, x3)
+	}
+	_, _, _, _ = x0[n-1], x1[n-1], x2[n-1], x3[n-1]
+	var s [4]float32
+	dotF16x4AVX2(&w[0], &x0[0], &x1[0], &x2[0], &x3[0], n, &s[0])
+	if n < cols {
+		a, b, c, d := dotF16x4Generic(w[2*n:], x0[n:], x1[n:], x2[n:], x3[n:])
+		s[0], s[1], s[2], s[3] = s[0]+a, s[1]+b, s[2]+c, s[3]+d
+	}
+	return s[0], s[1], s[2], s[3]
 }

@@ -780,3 +780,98 @@ q61done:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// func dotF16AVX2(w *byte, x *float32, n int) float32
+//
+// Σ w·x with w fp16 (converted with VCVTPH2PS, exactly), n a multiple of
+// 32; four 8-lane FMA accumulators, as dotF32AVX2.
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+hloop:
+	CMPQ        CX, $32
+	JLT         hdone
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   16(SI), Y5
+	VCVTPH2PS   32(SI), Y6
+	VCVTPH2PS   48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         hloop
+
+hdone:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func dotF16x4AVX2(w *byte, x0, x1, x2, x3 *float32, n int, out *float32)
+//
+// dotF16AVX2 of w with four vectors at once, n a multiple of 16: each
+// converted load of w serves four FMAs, as dotF32x4AVX2.
+TEXT ·dotF16x4AVX2(SB), NOSPLIT, $0-56
+	MOVQ   w+0(FP), SI
+	MOVQ   x0+8(FP), R8
+	MOVQ   x1+16(FP), R9
+	MOVQ   x2+24(FP), R10
+	MOVQ   x3+32(FP), R11
+	MOVQ   n+40(FP), CX
+	MOVQ   out+48(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   AX, AX
+
+h4loop:
+	CMPQ        CX, $16
+	JLT         h4done
+	VCVTPH2PS   (SI), Y8
+	VCVTPH2PS   16(SI), Y9
+	VFMADD231PS (R8)(AX*1), Y8, Y0
+	VFMADD231PS 32(R8)(AX*1), Y9, Y1
+	VFMADD231PS (R9)(AX*1), Y8, Y2
+	VFMADD231PS 32(R9)(AX*1), Y9, Y3
+	VFMADD231PS (R10)(AX*1), Y8, Y4
+	VFMADD231PS 32(R10)(AX*1), Y9, Y5
+	VFMADD231PS (R11)(AX*1), Y8, Y6
+	VFMADD231PS 32(R11)(AX*1), Y9, Y7
+	ADDQ        $32, SI
+	ADDQ        $64, AX
+	SUBQ        $16, CX
+	JMP         h4loop
+
+h4done:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DX)
+	VZEROUPPER
+	RET

@@ -44,3 +44,12 @@ func dotF32x4(w, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) 
 func dotQ8x4(a []byte, astride int, b [4][]int8, wd []float32, xd [4][]float32, sums []int32) [4]float32 {
 	return dotQ8x4Generic(a, astride, b, wd, xd, sums)
 }
+
+// dotF16 is Σ w·x in float32, w fp16 (2·len(x) bytes).
+func dotF16(w []byte, x []float32) float32 { return dotF16Generic(w, x) }
+
+// dotF16x4 is dotF16 of w with four vectors (each of len(w)/2 values at
+// least).
+func dotF16x4(w []byte, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
+	return dotF16x4Generic(w, x0, x1, x2, x3)
+}

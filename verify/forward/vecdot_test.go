@@ -337,6 +337,50 @@ func TestKFused(t *testing.T) {
 	}
 }
 
+// TestDotF16 checks the products on fp16 rows (VCVTPH2PS and FMA on amd64)
+// against float64 and their four-input form against the one-input one,
+// for lengths around the kernels' steps, with the largest and smallest
+// fp16 values.
+func TestDotF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 100, 257, 1000, 4096} {
+		w := make([]byte, 2*n)
+		var x [4][]float32
+		for i := range x {
+			x[i] = make([]float32, n)
+		}
+		for i := range n {
+			v := float32(rng.NormFloat64())
+			switch i % 50 {
+			case 7:
+				v = 65504
+			case 8:
+				v = -6e-8
+			}
+			binary.LittleEndian.PutUint16(w[2*i:], quantize.FP32ToFP16(v))
+			for j := range x {
+				x[j][i] = float32(rng.NormFloat64()) / float32(j+1)
+			}
+		}
+		var got [4]float32
+		got[0], got[1], got[2], got[3] = dotF16x4(w, x[0], x[1], x[2], x[3])
+		for j := range x {
+			var want, mag float64
+			for i := range n {
+				wi := float64(quantize.FP16ToFP32(binary.LittleEndian.Uint16(w[2*i:])))
+				want += wi * float64(x[j][i])
+				mag += math.Abs(wi * float64(x[j][i]))
+			}
+			if one := dotF16(w, x[j]); math.Abs(float64(one)-want) > 1e-6*mag {
+				t.Errorf("n %d: dotF16 = %g, want %g", n, one, want)
+			}
+			if math.Abs(float64(got[j])-want) > 1e-6*mag {
+				t.Errorf("n %d: dotF16x4 product %d = %g, want %g", n, j, got[j], want)
+			}
+		}
+	}
+}
+
 // TestQuantizeActReuse checks that a converted input reused for another
 // kind never writes into the input it last aliased (F32 keeps the input
 // itself): a session's products reuse their conversions from call to call.
