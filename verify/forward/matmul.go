@@ -211,6 +211,9 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		unpacked = 2 * w.cols
 	}
 	rowsPer := max(1, min(maxChunkRows, unpackedBytes/unpacked))
+	if k.act == actF16 && rowsPer >= 3 {
+		rowsPer -= rowsPer % 3 // mulF16Rows3's groups
+	}
 	chunks := (w.rows + rowsPer - 1) / rowsPer
 	if len(s.mm.rows) < s.m.threads {
 		s.mm.rows = make([][]qrow, s.m.threads)
@@ -249,7 +252,11 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 				}
 				continue
 			}
-			for r := range rows {
+			r := 0
+			if k.act == actF16 {
+				r = mulF16Rows3(data[:n*rowBytes], rowBytes, w.cols, acts, t0, t1, out, r0)
+			}
+			for ; r < len(rows); r++ {
 				q, t := &rows[r], t0
 				switch k.act { // four inputs per pass where a kernel does
 				case actF32, actF16, actBF16:
@@ -271,6 +278,33 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		return nil
 	})
 	return err == nil, err
+}
+
+// mulF16Rows3 multiplies the F16 rows of data (rowBytes each, the first
+// being row r0) three at a time with the inputs t0 to t1, four at a time
+// (dotF16R3x4); it returns how many rows it did, the rest (fewer than
+// three) being left to the caller.
+func mulF16Rows3(data []byte, rowBytes, cols int, acts []qact, t0, t1 int, out [][]float32, r0 int) int {
+	n := len(data) / rowBytes / 3 * 3
+	var s [12]float32
+	for r := 0; r < n; r += 3 {
+		w := data[r*rowBytes : (r+3)*rowBytes]
+		t := t0
+		for ; t+4 <= t1; t += 4 {
+			dotF16R3x4(w, rowBytes, cols, acts[t].f, acts[t+1].f, acts[t+2].f, acts[t+3].f, &s)
+			for i := range 3 {
+				for j := range 4 {
+					out[t+j][r0+r+i] = s[4*i+j]
+				}
+			}
+		}
+		for ; t < t1; t++ {
+			for i := range 3 {
+				out[t][r0+r+i] = dotF16(w[i*rowBytes:(i+1)*rowBytes], acts[t].f)
+			}
+		}
+	}
+	return n
 }
 
 // mulRow sets out[t][r] = row·x[t] for every t, four inputs at a time so each

@@ -43,6 +43,9 @@ func dotF16AVX2(w *byte, x *float32, n int) float32
 //go:noescape
 func dotF16x4AVX2(w *byte, x0, x1, x2, x3 *float32, n int, out *float32)
 
+//go:noescape
+func dotF16R3x4AVX2(w *byte, stride int, x0, x1, x2, x3 *float32, n int, out *float32)
+
 var (
 	useAVX2 = cpu.X86.HasAVX2
 	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
@@ -213,4 +216,23 @@ func dotF16x4(w []byte, x0, x1, x2, x3 []float32) (float32, float32, float32, fl
 		s[0], s[1], s[2], s[3] = s[0]+a, s[1]+b, s[2]+c, s[3]+d
 	}
 	return s[0], s[1], s[2], s[3]
+}
+
+// dotF16R3x4 sets out[4r+t] to dotF16 of row r of w (three rows of cols
+// values, stride bytes apart) with input t (each at least cols long).
+func dotF16R3x4(w []byte, stride, cols int, x0, x1, x2, x3 []float32, out *[12]float32) {
+	n := cols &^ 7
+	if !useF16C || n == 0 {
+		dotF16R3x4Generic(w, stride, cols, x0, x1, x2, x3, out)
+		return
+	}
+	_, _ = w[2*stride+2*cols-1], w[2*cols-1]
+	_, _, _, _ = x0[cols-1], x1[cols-1], x2[cols-1], x3[cols-1]
+	dotF16R3x4AVX2(&w[0], stride, &x0[0], &x1[0], &x2[0], &x3[0], n, &out[0])
+	if n < cols {
+		for r := range 3 {
+			a, b, c, d := dotF16x4Generic(w[r*stride+2*n:r*stride+2*cols], x0[n:], x1[n:], x2[n:], x3[n:])
+			out[4*r], out[4*r+1], out[4*r+2], out[4*r+3] = out[4*r]+a, out[4*r+1]+b, out[4*r+2]+c, out[4*r+3]+d
+		}
+	}
 }

@@ -6,6 +6,7 @@ import "github.com/ggufkit/ggufkit/readers"
 // dotF16x4; VCVTPH2PS on amd64) convert the weights as they load them, so
 // the row is read once from the mapped file instead of being written out
 // as float32 and read again, which halves the memory traffic of generation.
+// A prompt's tokens meet three rows and four inputs per pass (dotF16R3x4).
 
 // f16Chunk is how many values the Go forms convert at a time.
 const f16Chunk = 256
@@ -37,4 +38,11 @@ func dotF16x4Generic(w []byte, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32
 		s0, s1, s2, s3 = s0+a, s1+b, s2+c, s3+d
 	}
 	return s0, s1, s2, s3
+}
+
+// dotF16R3x4Generic is dotF16R3x4 through dotF16x4Generic, row by row.
+func dotF16R3x4Generic(w []byte, stride, cols int, x0, x1, x2, x3 []float32, out *[12]float32) {
+	for r := range 3 {
+		out[4*r], out[4*r+1], out[4*r+2], out[4*r+3] = dotF16x4Generic(w[r*stride:r*stride+2*cols], x0, x1, x2, x3)
+	}
 }

@@ -53,3 +53,9 @@ func dotF16(w []byte, x []float32) float32 { return dotF16Generic(w, x) }
 func dotF16x4(w []byte, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
 	return dotF16x4Generic(w, x0, x1, x2, x3)
 }
+
+// dotF16R3x4 sets out[4r+t] to dotF16 of row r of w (three rows of cols
+// values, stride bytes apart) with input t (each at least cols long).
+func dotF16R3x4(w []byte, stride, cols int, x0, x1, x2, x3 []float32, out *[12]float32) {
+	dotF16R3x4Generic(w, stride, cols, x0, x1, x2, x3, out)
+}

@@ -338,7 +338,8 @@ func TestKFused(t *testing.T) {
 }
 
 // TestDotF16 checks the products on fp16 rows (VCVTPH2PS and FMA on amd64)
-// against float64 and their four-input form against the one-input one,
+// against float64, and those of three rows (stride apart) against the
+// one-row Go form,
 // for lengths around the kernels' steps, with the largest and smallest
 // fp16 values.
 func TestDotF16(t *testing.T) {
@@ -364,6 +365,14 @@ func TestDotF16(t *testing.T) {
 		}
 		var got [4]float32
 		got[0], got[1], got[2], got[3] = dotF16x4(w, x[0], x[1], x[2], x[3])
+		// dotF16R3x4 with w as its middle row between two others.
+		w3 := make([]byte, 3*(2*n+6))
+		for i := range w3 {
+			w3[i] = byte(rng.IntN(256)) & 0xBF // bit 14 clear: |v| < 2
+		}
+		copy(w3[2*n+6:], w)
+		var r3 [12]float32
+		dotF16R3x4(w3, 2*n+6, n, x[0], x[1], x[2], x[3], &r3)
 		for j := range x {
 			var want, mag float64
 			for i := range n {
@@ -376,6 +385,15 @@ func TestDotF16(t *testing.T) {
 			}
 			if math.Abs(float64(got[j])-want) > 1e-6*mag {
 				t.Errorf("n %d: dotF16x4 product %d = %g, want %g", n, j, got[j], want)
+			}
+			if math.Abs(float64(r3[4+j])-want) > 1e-6*mag {
+				t.Errorf("n %d: dotF16R3x4 row 1, input %d = %g, want %g", n, j, r3[4+j], want)
+			}
+			for _, r := range []int{0, 2} {
+				w := w3[r*(2*n+6) : r*(2*n+6)+2*n]
+				if one := dotF16Generic(w, x[j]); math.Abs(float64(r3[4*r+j]-one)) > 1e-5*(1+math.Abs(float64(one))) {
+					t.Errorf("n %d: dotF16R3x4 row %d, input %d = %g, dotF16 %g", n, r, j, r3[4*r+j], one)
+				}
 			}
 		}
 	}
