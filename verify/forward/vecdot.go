@@ -262,6 +262,14 @@ func i8sums16Generic(a []byte, astride int, b []int8, out []int32) {
 	}
 }
 
+// axpyF32Generic sets y[i] += a·x[i] for every i of y.
+func axpyF32Generic(y []float32, a float32, x []float32) {
+	x = x[:len(y)]
+	for i, v := range x {
+		y[i] += a * v
+	}
+}
+
 // dotF32Generic is Σ a·b in float32 with eight partial sums.
 func dotF32Generic(a, b []float32) float32 { return dot(a, b) }
 

@@ -46,6 +46,9 @@ func dotF16x4AVX2(w *byte, x0, x1, x2, x3 *float32, n int, out *float32)
 //go:noescape
 func dotF16R3x4AVX2(w *byte, stride int, x0, x1, x2, x3 *float32, n int, out *float32)
 
+//go:noescape
+func axpyF32AVX2(y *float32, a float32, x *float32, n int)
+
 var (
 	useAVX2 = cpu.X86.HasAVX2
 	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
@@ -234,5 +237,19 @@ func dotF16R3x4(w []byte, stride, cols int, x0, x1, x2, x3 []float32, out *[12]f
 			a, b, c, d := dotF16x4Generic(w[r*stride+2*n:r*stride+2*cols], x0[n:], x1[n:], x2[n:], x3[n:])
 			out[4*r], out[4*r+1], out[4*r+2], out[4*r+3] = out[4*r]+a, out[4*r+1]+b, out[4*r+2]+c, out[4*r+3]+d
 		}
+	}
+}
+
+// axpyF32 sets y[i] += a·x[i] for every i of y (x at least as long).
+func axpyF32(y []float32, a float32, x []float32) {
+	n := len(y) &^ 15
+	if !useFMA || n == 0 {
+		axpyF32Generic(y, a, x)
+		return
+	}
+	_ = x[n-1]
+	axpyF32AVX2(&y[0], a, &x[0], n)
+	if n < len(y) {
+		axpyF32Generic(y[n:], a, x[n:])
 	}
 }

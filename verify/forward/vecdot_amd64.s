@@ -948,3 +948,30 @@ r3done:
 	HSUM4(Y8, Y9, Y10, Y11, X8, X9, 32(DX))
 	VZEROUPPER
 	RET
+
+// func axpyF32AVX2(y *float32, a float32, x *float32, n int)
+//
+// y += a·x, n a multiple of 16, one FMA (one rounding) per value.
+TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ         y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y2
+	MOVQ         x+16(FP), SI
+	MOVQ         n+24(FP), CX
+
+aloop:
+	CMPQ        CX, $16
+	JLT         adone
+	VMOVUPS     (DI), Y0
+	VMOVUPS     32(DI), Y1
+	VFMADD231PS (SI), Y2, Y0
+	VFMADD231PS 32(SI), Y2, Y1
+	VMOVUPS     Y0, (DI)
+	VMOVUPS     Y1, 32(DI)
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         aloop
+
+adone:
+	VZEROUPPER
+	RET

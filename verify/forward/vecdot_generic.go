@@ -59,3 +59,6 @@ func dotF16x4(w []byte, x0, x1, x2, x3 []float32) (float32, float32, float32, fl
 func dotF16R3x4(w []byte, stride, cols int, x0, x1, x2, x3 []float32, out *[12]float32) {
 	dotF16R3x4Generic(w, stride, cols, x0, x1, x2, x3, out)
 }
+
+// axpyF32 sets y[i] += a·x[i] for every i of y (x at least as long).
+func axpyF32(y []float32, a float32, x []float32) { axpyF32Generic(y, a, x) }

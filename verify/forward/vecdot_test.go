@@ -159,7 +159,8 @@ func TestI8Sums16(t *testing.T) {
 	}
 }
 
-// TestDotF32 checks the float32 products (FMA on amd64) against float64.
+// TestDotF32 checks the float32 products and axpyF32 (FMA on amd64)
+// against float64.
 func TestDotF32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{0, 1, 31, 32, 33, 64, 100, 1000, 4096} {
@@ -190,6 +191,15 @@ func TestDotF32(t *testing.T) {
 		}
 		if w1 := dotF32(a, c); math.Abs(float64(s1-w1)) > 1e-5*math.Max(1, math.Abs(float64(w1))) {
 			t.Errorf("n %d: dotF32x4 product 1 = %g, dotF32 %g", n, s1, w1)
+		}
+		// axpyF32 against float64, one rounding per value at most apart.
+		y := append([]float32(nil), c...)
+		axpyF32(y, 0.37, a)
+		for i := range y {
+			want := float64(c[i]) + 0.37*float64(a[i])
+			if math.Abs(float64(y[i])-want) > 1e-6*(math.Abs(float64(c[i]))+math.Abs(float64(a[i]))) {
+				t.Fatalf("n %d: axpyF32 value %d = %g, want %g", n, i, y[i], want)
+			}
 		}
 	}
 }
