@@ -23,6 +23,12 @@ func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) flo
 func q4kDot4AVX2(x, a *byte, astride int, blocks int, out *float32)
 
 //go:noescape
+func q4kDot4VNNI(x, a *byte, astride int, blocks int, out *float32)
+
+//go:noescape
+func q6kDot4VNNI(x, a *byte, astride int, blocks int, out *float32)
+
+//go:noescape
 func q4kDot1AVX2(x, a *byte, blocks int) float32
 
 //go:noescape
@@ -53,6 +59,9 @@ var (
 	useAVX2 = cpu.X86.HasAVX2
 	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 	useF16C = useFMA && cpu.X86.HasF16C // the fused K-quant kernels
+	// useVNNI: the fused K-quant kernels' four-input forms add the scaled
+	// pair sums with VPDPWSSD (AVX512-VNNI on 256-bit registers).
+	useVNNI = useF16C && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
 )
 
 // i8sums16 sets out[i] to Σ a·b over the 16 values from i·16 on: len(b)
@@ -120,6 +129,10 @@ func q4kDot4(x, a []byte, stride int, out []float32) {
 		return
 	}
 	_, _ = a[3*stride+blocks*q8KBytes-1], out[3]
+	if useVNNI {
+		q4kDot4VNNI(&x[0], &a[0], stride, blocks, &out[0])
+		return
+	}
 	q4kDot4AVX2(&x[0], &a[0], stride, blocks, &out[0])
 }
 
@@ -142,6 +155,10 @@ func q6kDot4(x, a []byte, stride int, out []float32) {
 		return
 	}
 	_, _ = a[3*stride+blocks*q8KBytes-1], out[3]
+	if useVNNI {
+		q6kDot4VNNI(&x[0], &a[0], stride, blocks, &out[0])
+		return
+	}
 	q6kDot4AVX2(&x[0], &a[0], stride, blocks, &out[0])
 }
 

@@ -522,6 +522,43 @@ x4done:
 	VHADDPS      X0, X0, X0; \
 	VHADDPS      X0, X0, X0
 
+// Q4TOK with VNNI: VPDPWSSD adds scale·(pair sums) to ACC in one step.
+#define Q4TOKV(A0, A1, ACC) \
+	VPMADDUBSW A0, Y8, Y12; \
+	VPDPWSSD   Y10, Y12, ACC; \
+	VPMADDUBSW A1, Y9, Y13; \
+	VPDPWSSD   Y11, Y13, ACC
+
+// A Q4_K block for four tokens, TOK the token step (Q4TOK, or Q4TOKV with
+// VNNI).
+#define Q4BLOCK4(TOK) \
+	Q4SCALES; \
+	Q4SPLIT(16(SI), 0(R10), 2(R10)); \
+	TOK(4(DI), 36(DI), Y4); \
+	TOK(4(DI)(R8*1), 36(DI)(R8*1), Y5); \
+	TOK(4(DI)(R8*2), 36(DI)(R8*2), Y6); \
+	TOK(4(DI)(R9*1), 36(DI)(R9*1), Y7); \
+	Q4SPLIT(48(SI), 4(R10), 6(R10)); \
+	TOK(68(DI), 100(DI), Y4); \
+	TOK(68(DI)(R8*1), 100(DI)(R8*1), Y5); \
+	TOK(68(DI)(R8*2), 100(DI)(R8*2), Y6); \
+	TOK(68(DI)(R9*1), 100(DI)(R9*1), Y7); \
+	Q4SPLIT(80(SI), 8(R10), 10(R10)); \
+	TOK(132(DI), 164(DI), Y4); \
+	TOK(132(DI)(R8*1), 164(DI)(R8*1), Y5); \
+	TOK(132(DI)(R8*2), 164(DI)(R8*2), Y6); \
+	TOK(132(DI)(R9*1), 164(DI)(R9*1), Y7); \
+	Q4SPLIT(112(SI), 12(R10), 14(R10)); \
+	TOK(196(DI), 228(DI), Y4); \
+	TOK(196(DI)(R8*1), 228(DI)(R8*1), Y5); \
+	TOK(196(DI)(R8*2), 228(DI)(R8*2), Y6); \
+	TOK(196(DI)(R9*1), 228(DI)(R9*1), Y7); \
+	Q4D; \
+	Q4END((DI), 260(DI), Y4, Y0); \
+	Q4END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1); \
+	Q4END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2); \
+	Q4END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
+
 // func q4kDot4AVX2(x *byte, a *byte, astride int, blocks int, out *float32)
 TEXT ·q4kDot4AVX2(SB), NOSPLIT, $48-40
 	MOVQ x+0(FP), SI
@@ -536,38 +573,40 @@ TEXT ·q4kDot4AVX2(SB), NOSPLIT, $48-40
 q44block:
 	TESTQ CX, CX
 	JEQ   q44done
-	Q4SCALES
-	Q4SPLIT(16(SI), 0(R10), 2(R10))
-	Q4TOK(4(DI), 36(DI), Y4)
-	Q4TOK(4(DI)(R8*1), 36(DI)(R8*1), Y5)
-	Q4TOK(4(DI)(R8*2), 36(DI)(R8*2), Y6)
-	Q4TOK(4(DI)(R9*1), 36(DI)(R9*1), Y7)
-	Q4SPLIT(48(SI), 4(R10), 6(R10))
-	Q4TOK(68(DI), 100(DI), Y4)
-	Q4TOK(68(DI)(R8*1), 100(DI)(R8*1), Y5)
-	Q4TOK(68(DI)(R8*2), 100(DI)(R8*2), Y6)
-	Q4TOK(68(DI)(R9*1), 100(DI)(R9*1), Y7)
-	Q4SPLIT(80(SI), 8(R10), 10(R10))
-	Q4TOK(132(DI), 164(DI), Y4)
-	Q4TOK(132(DI)(R8*1), 164(DI)(R8*1), Y5)
-	Q4TOK(132(DI)(R8*2), 164(DI)(R8*2), Y6)
-	Q4TOK(132(DI)(R9*1), 164(DI)(R9*1), Y7)
-	Q4SPLIT(112(SI), 12(R10), 14(R10))
-	Q4TOK(196(DI), 228(DI), Y4)
-	Q4TOK(196(DI)(R8*1), 228(DI)(R8*1), Y5)
-	Q4TOK(196(DI)(R8*2), 228(DI)(R8*2), Y6)
-	Q4TOK(196(DI)(R9*1), 228(DI)(R9*1), Y7)
-	Q4D
-	Q4END((DI), 260(DI), Y4, Y0)
-	Q4END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1)
-	Q4END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2)
-	Q4END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
+	Q4BLOCK4(Q4TOK)
 	ADDQ $144, SI
 	ADDQ $292, DI
 	DECQ CX
 	JMP  q44block
 
 q44done:
+	KSTORE4
+	VZEROUPPER
+	RET
+
+// func q4kDot4VNNI(x *byte, a *byte, astride int, blocks int, out *float32)
+//
+// q4kDot4AVX2 with AVX512-VNNI's VPDPWSSD (on 256-bit registers).
+TEXT ·q4kDot4VNNI(SB), NOSPLIT, $48-40
+	MOVQ x+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ astride+16(FP), R8
+	MOVQ blocks+24(FP), CX
+	MOVQ out+32(FP), DX
+	LEAQ (R8)(R8*2), R9
+	LEAQ 0(SP), R10
+	KPROLOGUE
+
+q4vblock:
+	TESTQ CX, CX
+	JEQ   q4vdone
+	Q4BLOCK4(Q4TOKV)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q4vblock
+
+q4vdone:
 	KSTORE4
 	VZEROUPPER
 	RET
@@ -708,6 +747,37 @@ q41done:
 	Q6TOK(A3(DI)(R8*2), Y6); \
 	Q6TOK(A3(DI)(R9*1), Y7)
 
+// Q6TOK with VNNI: VPDPWSSD adds scale·(pair sums) to ACC in one step.
+#define Q6TOKV(A, ACC) \
+	VPMADDUBSW A, Y8, Y12; \
+	VPDPWSSD   Y10, Y12, ACC
+
+#define Q6HALF4V(QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
+	Q6L0(QL0, QH); \
+	Q6SC(S0, S1); \
+	Q6TOKV(A0(DI), Y4); \
+	Q6TOKV(A0(DI)(R8*1), Y5); \
+	Q6TOKV(A0(DI)(R8*2), Y6); \
+	Q6TOKV(A0(DI)(R9*1), Y7); \
+	Q6L1(QL1, QH); \
+	Q6SC(S2, S3); \
+	Q6TOKV(A1(DI), Y4); \
+	Q6TOKV(A1(DI)(R8*1), Y5); \
+	Q6TOKV(A1(DI)(R8*2), Y6); \
+	Q6TOKV(A1(DI)(R9*1), Y7); \
+	Q6L2(QL0, QH); \
+	Q6SC(S4, S5); \
+	Q6TOKV(A2(DI), Y4); \
+	Q6TOKV(A2(DI)(R8*1), Y5); \
+	Q6TOKV(A2(DI)(R8*2), Y6); \
+	Q6TOKV(A2(DI)(R9*1), Y7); \
+	Q6L3(QL1, QH); \
+	Q6SC(S6, S7); \
+	Q6TOKV(A3(DI), Y4); \
+	Q6TOKV(A3(DI)(R8*1), Y5); \
+	Q6TOKV(A3(DI)(R8*2), Y6); \
+	Q6TOKV(A3(DI)(R9*1), Y7)
+
 #define Q6HALF1(QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
 	Q6L0(QL0, QH); \
 	Q6SC(S0, S1); \
@@ -721,6 +791,17 @@ q41done:
 	Q6L3(QL1, QH); \
 	Q6SC(S6, S7); \
 	Q6TOK(A3(DI), Y5)
+
+// A Q6_K block for four tokens, HALF the half step (Q6HALF4, or Q6HALF4V
+// with VNNI).
+#define Q6BLOCK4(HALF) \
+	Q6SCALES; \
+	HALF(0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100); \
+	HALF(64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228); \
+	Q6END((DI), 260(DI), Y4, Y0); \
+	Q6END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1); \
+	Q6END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2); \
+	Q6END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
 
 // func q6kDot4AVX2(x *byte, a *byte, astride int, blocks int, out *float32)
 TEXT ·q6kDot4AVX2(SB), NOSPLIT, $32-40
@@ -736,19 +817,40 @@ TEXT ·q6kDot4AVX2(SB), NOSPLIT, $32-40
 q64block:
 	TESTQ CX, CX
 	JEQ   q64done
-	Q6SCALES
-	Q6HALF4(0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100)
-	Q6HALF4(64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228)
-	Q6END((DI), 260(DI), Y4, Y0)
-	Q6END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1)
-	Q6END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2)
-	Q6END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
+	Q6BLOCK4(Q6HALF4)
 	ADDQ $210, SI
 	ADDQ $292, DI
 	DECQ CX
 	JMP  q64block
 
 q64done:
+	KSTORE4
+	VZEROUPPER
+	RET
+
+// func q6kDot4VNNI(x *byte, a *byte, astride int, blocks int, out *float32)
+//
+// q6kDot4AVX2 with AVX512-VNNI's VPDPWSSD (on 256-bit registers).
+TEXT ·q6kDot4VNNI(SB), NOSPLIT, $32-40
+	MOVQ x+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ astride+16(FP), R8
+	MOVQ blocks+24(FP), CX
+	MOVQ out+32(FP), DX
+	LEAQ (R8)(R8*2), R9
+	LEAQ 0(SP), R10
+	Q6PROLOGUE
+
+q6vblock:
+	TESTQ CX, CX
+	JEQ   q6vdone
+	Q6BLOCK4(Q6HALF4V)
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q6vblock
+
+q6vdone:
 	KSTORE4
 	VZEROUPPER
 	RET

@@ -287,7 +287,11 @@ func TestDotQ8K(t *testing.T) {
 // activation of random levels with the extremes, 0 to 4 super-blocks (the
 // bound: 1e-7 of the largest possible Σ|w·x|, far below a lane lost), the
 // four-activation form with activations spaced and in every position.
-func TestKFused(t *testing.T) {
+func TestKFused(t *testing.T) { checkKFused(t) }
+
+// checkKFused is TestKFused with the kernels the build and CPU select
+// (vecdot_amd64_test.go runs it with each amd64 variant).
+func checkKFused(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K} {
 		for blocks := range 5 {
