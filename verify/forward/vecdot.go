@@ -21,7 +21,9 @@ import (
 //
 // A weight row is first unpacked (qrow: its levels as int8 and its scales),
 // once per row however many tokens it meets; the integer sums run per 16
-// values (i8sums16, AVX2 on amd64) and the scales are applied in Go.
+// values (i8sums16, AVX2 on amd64) and the scales are applied in Go. Q4_K,
+// Q6_K (vecdot_kfused.go) and F16 (vecdot_f16.go) rows are instead read
+// in place by kernels that apply the scales themselves.
 
 // actKind is the format an activation row is converted to.
 type actKind uint8
