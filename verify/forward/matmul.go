@@ -245,7 +245,7 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 			if k.fused {
 				var res [tokenTile]float32
 				for r := range rows {
-					rows[r].rows(&rows[r], s.mm.enc[t0*stride:], stride, t1-t0, res[:])
+					rows[r].kf.rows(rows[r].raw, s.mm.enc[t0*stride:], stride, t1-t0, res[:])
 					for t := t0; t < t1; t++ {
 						out[t][r0+r] = res[t-t0]
 					}

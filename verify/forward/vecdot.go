@@ -42,7 +42,7 @@ type vecKernel struct {
 	block  int // values per block
 	bytes  int // bytes per block
 	unpack func(r *qrow, row []byte, cols int)
-	// fused: the unpacked rows multiply through qrow.rows, on the inputs'
+	// fused: the unpacked rows multiply through qrow.kf, on the inputs'
 	// Q8_K blocks as encoded (vecdot_kfused.go).
 	fused bool
 }
@@ -146,7 +146,7 @@ type qrow struct {
 	scales []int32   // K types: the integer scale of every 16 values (Q4_K: 32)
 	mins   []int32   // Q4_K, Q5_K: the integer min of every 32 values
 	sums   []int32   // scratch: the integer sums per 16 values
-	rows   kRows     // Q4_K, Q6_K: the fused product on raw (vecdot_kfused.go)
+	kf     *kFused   // Q4_K, Q6_K: the fused kernels, on raw (vecdot_kfused.go)
 }
 
 // dot is the product of the unpacked row r with the activation a.
@@ -158,10 +158,8 @@ func (r *qrow) dot(kind actKind, a *qact) float32 {
 		}
 		return dotQ8(int8Bytes(r.qs), 32, a.qs, r.d, a.d, r.sums)
 	case actQ8K:
-		if r.rows != nil {
-			var s [1]float32
-			r.rows(r, a.enc, 0, 1, s[:])
-			return s[0]
+		if r.kf != nil {
+			return r.kf.dot1(r.raw, a.enc)
 		}
 		isums := r.sums[:len(a.d)]
 		dotK(r.qs, a.qs, r.scales, isums)
@@ -400,7 +398,7 @@ func unpackMXFP4(r *qrow, row []byte, cols int) {
 // prepK sizes r for the 256-value super-blocks of cols.
 func prepK(r *qrow, cols int, mins bool) {
 	nb := cols / 256
-	r.qs, r.d, r.scales, r.raw, r.rows = grow(r.qs, cols), grow(r.d, nb), grow(r.scales, cols/16), nil, nil
+	r.qs, r.d, r.scales, r.raw, r.kf = grow(r.qs, cols), grow(r.d, nb), grow(r.scales, cols/16), nil, nil
 	r.mins, r.dmin = nil, nil
 	if mins {
 		r.mins, r.dmin = grow(r.mins, cols/32), grow(r.dmin, nb)

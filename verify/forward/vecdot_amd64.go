@@ -20,19 +20,13 @@ func dotF32x4AVX2(w, x0, x1, x2, x3 *float32, n int, out *float32)
 func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) float32
 
 //go:noescape
-func q4kDot4AVX2(x, a *byte, astride int, blocks int, out *float32)
-
-//go:noescape
-func q4kDot4VNNI(x, a *byte, astride int, blocks int, out *float32)
-
-//go:noescape
-func q6kDot4VNNI(x, a *byte, astride int, blocks int, out *float32)
+func q4kDot4AVX2(x, a *byte, astride int, blocks int, out *float32, vnni bool)
 
 //go:noescape
 func q4kDot1AVX2(x, a *byte, blocks int) float32
 
 //go:noescape
-func q6kDot4AVX2(x, a *byte, astride int, blocks int, out *float32)
+func q6kDot4AVX2(x, a *byte, astride int, blocks int, out *float32, vnni bool)
 
 //go:noescape
 func q6kDot1AVX2(x, a *byte, blocks int) float32
@@ -120,56 +114,38 @@ func dotK(a, b []int8, scales []int32, out []int32) {
 	i8dotKAVX2(&a[0], &b[0], &scales[0], blocks, &out[0])
 }
 
-// q4kDot4 sets out[0:4] to q4kDotGeneric of the Q4_K blocks x with the
-// four activations a, a[stride:], a[2·stride:], a[3·stride:].
-func q4kDot4(x, a []byte, stride int, out []float32) {
-	blocks := len(x) / 144
+// kAsm is a fused type's kernels: four activations stride bytes apart,
+// and one.
+type kAsm struct {
+	four func(x, a *byte, astride int, blocks int, out *float32, vnni bool)
+	one  func(x, a *byte, blocks int) float32
+}
+
+var (
+	q4kAsm = kAsm{q4kDot4AVX2, q4kDot1AVX2}
+	q6kAsm = kAsm{q6kDot4AVX2, q6kDot1AVX2}
+)
+
+// dot4 sets out[0:4] to the products of the blocks x with the four
+// activations a, a[stride:], a[2·stride:], a[3·stride:].
+func (k *kFused) dot4(x, a []byte, stride int, out []float32) {
+	blocks := len(x) / k.bytes
 	if !useF16C || blocks == 0 {
-		q4kDot4Generic(x, a, stride, out)
+		k.dot4Generic(x, a, stride, out)
 		return
 	}
 	_, _ = a[3*stride+blocks*q8KBytes-1], out[3]
-	if useVNNI {
-		q4kDot4VNNI(&x[0], &a[0], stride, blocks, &out[0])
-		return
-	}
-	q4kDot4AVX2(&x[0], &a[0], stride, blocks, &out[0])
+	k.asm.four(&x[0], &a[0], stride, blocks, &out[0], useVNNI)
 }
 
-// q4kDot1 is q4kDotGeneric (the Q4_K blocks x with the activation a).
-func q4kDot1(x, a []byte) float32 {
-	blocks := len(x) / 144
+// dot1 is the product of the blocks x with the activation a.
+func (k *kFused) dot1(x, a []byte) float32 {
+	blocks := len(x) / k.bytes
 	if !useF16C || blocks == 0 {
-		return q4kDotGeneric(x, a)
+		return k.generic(x, a)
 	}
 	_ = a[blocks*q8KBytes-1]
-	return q4kDot1AVX2(&x[0], &a[0], blocks)
-}
-
-// q6kDot4 sets out[0:4] to q6kDotGeneric of the Q6_K blocks x with the
-// four activations a, a[stride:], a[2·stride:], a[3·stride:].
-func q6kDot4(x, a []byte, stride int, out []float32) {
-	blocks := len(x) / 210
-	if !useF16C || blocks == 0 {
-		q6kDot4Generic(x, a, stride, out)
-		return
-	}
-	_, _ = a[3*stride+blocks*q8KBytes-1], out[3]
-	if useVNNI {
-		q6kDot4VNNI(&x[0], &a[0], stride, blocks, &out[0])
-		return
-	}
-	q6kDot4AVX2(&x[0], &a[0], stride, blocks, &out[0])
-}
-
-// q6kDot1 is q6kDotGeneric (the Q6_K blocks x with the activation a).
-func q6kDot1(x, a []byte) float32 {
-	blocks := len(x) / 210
-	if !useF16C || blocks == 0 {
-		return q6kDotGeneric(x, a)
-	}
-	_ = a[blocks*q8KBytes-1]
-	return q6kDot1AVX2(&x[0], &a[0], blocks)
+	return k.asm.one(&x[0], &a[0], blocks)
 }
 
 // dotF32x4 is dotF32 of w with four vectors (each at least as long as w).

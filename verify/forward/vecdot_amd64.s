@@ -529,46 +529,47 @@ x4done:
 	VPMADDUBSW A1, Y9, Y13; \
 	VPDPWSSD   Y11, Y13, ACC
 
+// The token step TOK (Q4TOK or Q4TOKV) for the four tokens, their levels
+// at A0 and A1 of each.
+#define Q4TOKS4(TOK, A0, A1) \
+	TOK(A0(DI), A1(DI), Y4); \
+	TOK(A0(DI)(R8*1), A1(DI)(R8*1), Y5); \
+	TOK(A0(DI)(R8*2), A1(DI)(R8*2), Y6); \
+	TOK(A0(DI)(R9*1), A1(DI)(R9*1), Y7)
+
 // A Q4_K block for four tokens, TOK the token step (Q4TOK, or Q4TOKV with
 // VNNI).
 #define Q4BLOCK4(TOK) \
 	Q4SCALES; \
 	Q4SPLIT(16(SI), 0(R10), 2(R10)); \
-	TOK(4(DI), 36(DI), Y4); \
-	TOK(4(DI)(R8*1), 36(DI)(R8*1), Y5); \
-	TOK(4(DI)(R8*2), 36(DI)(R8*2), Y6); \
-	TOK(4(DI)(R9*1), 36(DI)(R9*1), Y7); \
+	Q4TOKS4(TOK, 4, 36); \
 	Q4SPLIT(48(SI), 4(R10), 6(R10)); \
-	TOK(68(DI), 100(DI), Y4); \
-	TOK(68(DI)(R8*1), 100(DI)(R8*1), Y5); \
-	TOK(68(DI)(R8*2), 100(DI)(R8*2), Y6); \
-	TOK(68(DI)(R9*1), 100(DI)(R9*1), Y7); \
+	Q4TOKS4(TOK, 68, 100); \
 	Q4SPLIT(80(SI), 8(R10), 10(R10)); \
-	TOK(132(DI), 164(DI), Y4); \
-	TOK(132(DI)(R8*1), 164(DI)(R8*1), Y5); \
-	TOK(132(DI)(R8*2), 164(DI)(R8*2), Y6); \
-	TOK(132(DI)(R9*1), 164(DI)(R9*1), Y7); \
+	Q4TOKS4(TOK, 132, 164); \
 	Q4SPLIT(112(SI), 12(R10), 14(R10)); \
-	TOK(196(DI), 228(DI), Y4); \
-	TOK(196(DI)(R8*1), 228(DI)(R8*1), Y5); \
-	TOK(196(DI)(R8*2), 228(DI)(R8*2), Y6); \
-	TOK(196(DI)(R9*1), 228(DI)(R9*1), Y7); \
+	Q4TOKS4(TOK, 196, 228); \
 	Q4D; \
 	Q4END((DI), 260(DI), Y4, Y0); \
 	Q4END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1); \
 	Q4END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2); \
 	Q4END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
 
-// func q4kDot4AVX2(x *byte, a *byte, astride int, blocks int, out *float32)
-TEXT ·q4kDot4AVX2(SB), NOSPLIT, $48-40
+// func q4kDot4AVX2(x *byte, a *byte, astride int, blocks int, out *float32, vnni bool)
+//
+// With vnni, the token steps use AVX512-VNNI's VPDPWSSD (Q4TOKV).
+TEXT ·q4kDot4AVX2(SB), NOSPLIT, $48-41
 	MOVQ x+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ astride+16(FP), R8
 	MOVQ blocks+24(FP), CX
 	MOVQ out+32(FP), DX
+	MOVB vnni+40(FP), BX
 	LEAQ (R8)(R8*2), R9
 	LEAQ 0(SP), R10
 	KPROLOGUE
+	TESTB BX, BX
+	JNE   q4vblock
 
 q44block:
 	TESTQ CX, CX
@@ -579,34 +580,16 @@ q44block:
 	DECQ CX
 	JMP  q44block
 
-q44done:
-	KSTORE4
-	VZEROUPPER
-	RET
-
-// func q4kDot4VNNI(x *byte, a *byte, astride int, blocks int, out *float32)
-//
-// q4kDot4AVX2 with AVX512-VNNI's VPDPWSSD (on 256-bit registers).
-TEXT ·q4kDot4VNNI(SB), NOSPLIT, $48-40
-	MOVQ x+0(FP), SI
-	MOVQ a+8(FP), DI
-	MOVQ astride+16(FP), R8
-	MOVQ blocks+24(FP), CX
-	MOVQ out+32(FP), DX
-	LEAQ (R8)(R8*2), R9
-	LEAQ 0(SP), R10
-	KPROLOGUE
-
 q4vblock:
 	TESTQ CX, CX
-	JEQ   q4vdone
+	JEQ   q44done
 	Q4BLOCK4(Q4TOKV)
 	ADDQ $144, SI
 	ADDQ $292, DI
 	DECQ CX
 	JMP  q4vblock
 
-q4vdone:
+q44done:
 	KSTORE4
 	VZEROUPPER
 	RET
@@ -718,65 +701,36 @@ q41done:
 	MOVQ         AX, X14; \
 	VPBROADCASTD X14, Y14
 
-// Half H of a Q6_K block for four tokens: levels from QL0/QL1 (64 bytes at
-// 64·H) and QH (32 bytes at 128 + 32·H), scales S0–S7 (8·H on), activation
-// levels at A0–A3 (4 + 128·H on).
-#define Q6HALF4(QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
+// The token step TOK (Q6TOK or Q6TOKV) for the four tokens, their levels at
+// A of each.
+#define TOKS4(TOK, A) \
+	TOK(A(DI), Y4); \
+	TOK(A(DI)(R8*1), Y5); \
+	TOK(A(DI)(R8*2), Y6); \
+	TOK(A(DI)(R9*1), Y7)
+
+// Half H of a Q6_K block for four tokens, TOK the token step (Q6TOK, or
+// Q6TOKV with VNNI): levels from QL0/QL1 (64 bytes at 64·H) and QH (32
+// bytes at 128 + 32·H), scales S0–S7 (8·H on), activation levels at A0–A3
+// (4 + 128·H on).
+#define Q6HALF4(TOK, QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
 	Q6L0(QL0, QH); \
 	Q6SC(S0, S1); \
-	Q6TOK(A0(DI), Y4); \
-	Q6TOK(A0(DI)(R8*1), Y5); \
-	Q6TOK(A0(DI)(R8*2), Y6); \
-	Q6TOK(A0(DI)(R9*1), Y7); \
+	TOKS4(TOK, A0); \
 	Q6L1(QL1, QH); \
 	Q6SC(S2, S3); \
-	Q6TOK(A1(DI), Y4); \
-	Q6TOK(A1(DI)(R8*1), Y5); \
-	Q6TOK(A1(DI)(R8*2), Y6); \
-	Q6TOK(A1(DI)(R9*1), Y7); \
+	TOKS4(TOK, A1); \
 	Q6L2(QL0, QH); \
 	Q6SC(S4, S5); \
-	Q6TOK(A2(DI), Y4); \
-	Q6TOK(A2(DI)(R8*1), Y5); \
-	Q6TOK(A2(DI)(R8*2), Y6); \
-	Q6TOK(A2(DI)(R9*1), Y7); \
+	TOKS4(TOK, A2); \
 	Q6L3(QL1, QH); \
 	Q6SC(S6, S7); \
-	Q6TOK(A3(DI), Y4); \
-	Q6TOK(A3(DI)(R8*1), Y5); \
-	Q6TOK(A3(DI)(R8*2), Y6); \
-	Q6TOK(A3(DI)(R9*1), Y7)
+	TOKS4(TOK, A3)
 
 // Q6TOK with VNNI: VPDPWSSD adds scale·(pair sums) to ACC in one step.
 #define Q6TOKV(A, ACC) \
 	VPMADDUBSW A, Y8, Y12; \
 	VPDPWSSD   Y10, Y12, ACC
-
-#define Q6HALF4V(QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
-	Q6L0(QL0, QH); \
-	Q6SC(S0, S1); \
-	Q6TOKV(A0(DI), Y4); \
-	Q6TOKV(A0(DI)(R8*1), Y5); \
-	Q6TOKV(A0(DI)(R8*2), Y6); \
-	Q6TOKV(A0(DI)(R9*1), Y7); \
-	Q6L1(QL1, QH); \
-	Q6SC(S2, S3); \
-	Q6TOKV(A1(DI), Y4); \
-	Q6TOKV(A1(DI)(R8*1), Y5); \
-	Q6TOKV(A1(DI)(R8*2), Y6); \
-	Q6TOKV(A1(DI)(R9*1), Y7); \
-	Q6L2(QL0, QH); \
-	Q6SC(S4, S5); \
-	Q6TOKV(A2(DI), Y4); \
-	Q6TOKV(A2(DI)(R8*1), Y5); \
-	Q6TOKV(A2(DI)(R8*2), Y6); \
-	Q6TOKV(A2(DI)(R9*1), Y7); \
-	Q6L3(QL1, QH); \
-	Q6SC(S6, S7); \
-	Q6TOKV(A3(DI), Y4); \
-	Q6TOKV(A3(DI)(R8*1), Y5); \
-	Q6TOKV(A3(DI)(R8*2), Y6); \
-	Q6TOKV(A3(DI)(R9*1), Y7)
 
 #define Q6HALF1(QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
 	Q6L0(QL0, QH); \
@@ -792,65 +746,52 @@ q41done:
 	Q6SC(S6, S7); \
 	Q6TOK(A3(DI), Y5)
 
-// A Q6_K block for four tokens, HALF the half step (Q6HALF4, or Q6HALF4V
-// with VNNI).
-#define Q6BLOCK4(HALF) \
+// A Q6_K block for four tokens, TOK the token step (Q6TOK, or Q6TOKV with
+// VNNI).
+#define Q6BLOCK4(TOK) \
 	Q6SCALES; \
-	HALF(0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100); \
-	HALF(64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228); \
+	Q6HALF4(TOK, 0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100); \
+	Q6HALF4(TOK, 64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228); \
 	Q6END((DI), 260(DI), Y4, Y0); \
 	Q6END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1); \
 	Q6END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2); \
 	Q6END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
 
-// func q6kDot4AVX2(x *byte, a *byte, astride int, blocks int, out *float32)
-TEXT ·q6kDot4AVX2(SB), NOSPLIT, $32-40
+// func q6kDot4AVX2(x *byte, a *byte, astride int, blocks int, out *float32, vnni bool)
+//
+// With vnni, the token steps use AVX512-VNNI's VPDPWSSD (Q6TOKV).
+TEXT ·q6kDot4AVX2(SB), NOSPLIT, $32-41
 	MOVQ x+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ astride+16(FP), R8
 	MOVQ blocks+24(FP), CX
 	MOVQ out+32(FP), DX
+	MOVB vnni+40(FP), BX
 	LEAQ (R8)(R8*2), R9
 	LEAQ 0(SP), R10
 	Q6PROLOGUE
+	TESTB BX, BX
+	JNE   q6vblock
 
 q64block:
 	TESTQ CX, CX
 	JEQ   q64done
-	Q6BLOCK4(Q6HALF4)
+	Q6BLOCK4(Q6TOK)
 	ADDQ $210, SI
 	ADDQ $292, DI
 	DECQ CX
 	JMP  q64block
 
-q64done:
-	KSTORE4
-	VZEROUPPER
-	RET
-
-// func q6kDot4VNNI(x *byte, a *byte, astride int, blocks int, out *float32)
-//
-// q6kDot4AVX2 with AVX512-VNNI's VPDPWSSD (on 256-bit registers).
-TEXT ·q6kDot4VNNI(SB), NOSPLIT, $32-40
-	MOVQ x+0(FP), SI
-	MOVQ a+8(FP), DI
-	MOVQ astride+16(FP), R8
-	MOVQ blocks+24(FP), CX
-	MOVQ out+32(FP), DX
-	LEAQ (R8)(R8*2), R9
-	LEAQ 0(SP), R10
-	Q6PROLOGUE
-
 q6vblock:
 	TESTQ CX, CX
-	JEQ   q6vdone
-	Q6BLOCK4(Q6HALF4V)
+	JEQ   q64done
+	Q6BLOCK4(Q6TOKV)
 	ADDQ $210, SI
 	ADDQ $292, DI
 	DECQ CX
 	JMP  q6vblock
 
-q6vdone:
+q64done:
 	KSTORE4
 	VZEROUPPER
 	RET

@@ -21,19 +21,17 @@ func dotQ8(a []byte, astride int, b []int8, wd, xd []float32, sums []int32) floa
 // scale·(Σ a·b).
 func dotK(a, b []int8, scales []int32, out []int32) { dotKGeneric(a, b, scales, out) }
 
-// q4kDot4 sets out[0:4] to q4kDotGeneric of the Q4_K blocks x with the
-// four activations a, a[stride:], a[2·stride:], a[3·stride:].
-func q4kDot4(x, a []byte, stride int, out []float32) { q4kDot4Generic(x, a, stride, out) }
+// kAsm is empty: no vector kernels in this build.
+type kAsm struct{}
 
-// q4kDot1 is q4kDotGeneric (the Q4_K blocks x with the activation a).
-func q4kDot1(x, a []byte) float32 { return q4kDotGeneric(x, a) }
+var q4kAsm, q6kAsm kAsm
 
-// q6kDot4 sets out[0:4] to q6kDotGeneric of the Q6_K blocks x with the
-// four activations a, a[stride:], a[2·stride:], a[3·stride:].
-func q6kDot4(x, a []byte, stride int, out []float32) { q6kDot4Generic(x, a, stride, out) }
+// dot4 sets out[0:4] to the products of the blocks x with the four
+// activations a, a[stride:], a[2·stride:], a[3·stride:].
+func (k *kFused) dot4(x, a []byte, stride int, out []float32) { k.dot4Generic(x, a, stride, out) }
 
-// q6kDot1 is q6kDotGeneric (the Q6_K blocks x with the activation a).
-func q6kDot1(x, a []byte) float32 { return q6kDotGeneric(x, a) }
+// dot1 is the product of the blocks x with the activation a.
+func (k *kFused) dot1(x, a []byte) float32 { return k.generic(x, a) }
 
 // dotF32x4 is dotF32 of w with four vectors (each at least as long as w).
 func dotF32x4(w, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {

@@ -15,35 +15,42 @@ import "math"
 // q8KBytes is the size of a block_q8_K: d, 256 levels, 16 int16 sums.
 const q8KBytes = 292
 
-// kRows sets out[t] to the product of r with activation t for n
+// kFused is a type with fused kernels: its block size, its Go form (the
+// product of its blocks x with one Q8_K activation a) and its vector forms
+// (kAsm, per architecture: dot4 and dot1).
+type kFused struct {
+	bytes   int
+	generic func(x, a []byte) float32
+	asm     kAsm
+}
+
+var (
+	q4kFused = &kFused{bytes: 144, generic: q4kDotGeneric, asm: q4kAsm}
+	q6kFused = &kFused{bytes: 210, generic: q6kDotGeneric, asm: q6kAsm}
+)
+
+// rows sets out[t] to the product of the blocks x with activation t for n
 // activations of Q8_K blocks, the first at a[0], the next stride bytes on.
-type kRows func(r *qrow, a []byte, stride, n int, out []float32)
-
-// q4kRows is kRows for Q4_K rows (unpackQ4K).
-func q4kRows(r *qrow, a []byte, stride, n int, out []float32) {
+func (k *kFused) rows(x, a []byte, stride, n int, out []float32) {
 	t := 0
 	for ; t+4 <= n; t += 4 {
-		q4kDot4(r.raw, a[t*stride:], stride, out[t:t+4])
+		k.dot4(x, a[t*stride:], stride, out[t:t+4])
 	}
 	for ; t < n; t++ {
-		out[t] = q4kDot1(r.raw, a[t*stride:])
+		out[t] = k.dot1(x, a[t*stride:])
 	}
 }
 
-// q6kRows is kRows for Q6_K rows (unpackQ6K).
-func q6kRows(r *qrow, a []byte, stride, n int, out []float32) {
-	t := 0
-	for ; t+4 <= n; t += 4 {
-		q6kDot4(r.raw, a[t*stride:], stride, out[t:t+4])
-	}
-	for ; t < n; t++ {
-		out[t] = q6kDot1(r.raw, a[t*stride:])
+// dot4Generic is dot4 through the Go form, one activation at a time.
+func (k *kFused) dot4Generic(x, a []byte, stride int, out []float32) {
+	for t := range 4 {
+		out[t] = k.generic(x, a[t*stride:])
 	}
 }
 
-func unpackQ4K(r *qrow, row []byte, _ int) { r.raw, r.rows = row, q4kRows }
+func unpackQ4K(r *qrow, row []byte, _ int) { r.raw, r.kf = row, q4kFused }
 
-func unpackQ6K(r *qrow, row []byte, _ int) { r.raw, r.rows = row, q6kRows }
+func unpackQ6K(r *qrow, row []byte, _ int) { r.raw, r.kf = row, q6kFused }
 
 // q8KBlock is block b of the Q8_K activation a: its scale, levels and sums
 // of 16.
@@ -113,18 +120,4 @@ func q6kDotGeneric(x, a []byte) float32 {
 		sumf += half(blk[208:]) * da * float32(isum)
 	}
 	return sumf
-}
-
-// q4kDot4Generic is q4kDotGeneric with four activations stride bytes apart.
-func q4kDot4Generic(x, a []byte, stride int, out []float32) {
-	for t := range 4 {
-		out[t] = q4kDotGeneric(x, a[t*stride:])
-	}
-}
-
-// q6kDot4Generic is q6kDotGeneric with four activations stride bytes apart.
-func q6kDot4Generic(x, a []byte, stride int, out []float32) {
-	for t := range 4 {
-		out[t] = q6kDotGeneric(x, a[t*stride:])
-	}
 }

@@ -340,7 +340,7 @@ func checkKFused(t *testing.T) {
 			}
 			for n := 1; n <= 4; n++ {
 				got := make([]float32, n)
-				r.rows(&r, a, stride, n, got)
+				r.kf.rows(row, a, stride, n, got)
 				for i := range got {
 					if math.Abs(float64(got[i]-want[i])) > 1e-7*mag {
 						t.Errorf("%s, %d blocks, %d activations: product %d = %g, want %g", typ, blocks, n, i, got[i], want[i])
