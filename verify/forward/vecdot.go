@@ -140,7 +140,8 @@ func grow[T any](s []T, n int) []T {
 type qrow struct {
 	f      []float32 // F32, BF16: the decoded row (F16 is read in place)
 	qs     []int8    // levels in the activation's order
-	raw    []byte    // Q8_0: the row itself, levels read in place
+	raw    []byte    // Q8_0, Q4_K, Q6_K, F16: the row itself, read in place
+	q8     bool      // Q8_0 (raw): multiplied by q8RawDot1 / q8RawDot4
 	d      []float32 // per block: the weight scale (32-value types) or d (K)
 	dmin   []float32 // Q4_K, Q5_K: per 256 the scale of the mins
 	scales []int32   // K types: the integer scale of every 16 values (Q4_K: 32)
@@ -153,8 +154,8 @@ type qrow struct {
 func (r *qrow) dot(kind actKind, a *qact) float32 {
 	switch kind {
 	case actQ8_0:
-		if r.raw != nil {
-			return dotQ8(r.raw[2:], 34, a.qs, r.d, a.d, r.sums)
+		if r.q8 {
+			return q8RawDot1(r.raw, a.qs, a.d)
 		}
 		return dotQ8(int8Bytes(r.qs), 32, a.qs, r.d, a.d, r.sums)
 	case actQ8K:
@@ -206,8 +207,8 @@ func dotQ8x4Generic(a []byte, astride int, b [4][]int8, wd []float32, xd [4][]fl
 func (r *qrow) dotQ8x4(a0, a1, a2, a3 *qact) [4]float32 {
 	b := [4][]int8{a0.qs, a1.qs, a2.qs, a3.qs}
 	xd := [4][]float32{a0.d, a1.d, a2.d, a3.d}
-	if r.raw != nil {
-		return dotQ8x4(r.raw[2:], 34, b, r.d, xd, r.sums)
+	if r.q8 {
+		return q8RawDot4(r.raw, b, xd)
 	}
 	return dotQ8x4(int8Bytes(r.qs), 32, b, r.d, xd, r.sums)
 }
@@ -284,16 +285,26 @@ func floatUnpacker(dt readers.DType) func(r *qrow, row []byte, cols int) {
 
 // prepQ8 sizes r for nb blocks of 32 levels.
 func prepQ8(r *qrow, cols int) {
-	r.qs, r.d, r.raw = grow(r.qs, cols), grow(r.d, cols/32), nil
+	r.qs, r.d, r.raw, r.q8 = grow(r.qs, cols), grow(r.d, cols/32), nil, false
 }
 
 func half(b []byte) float32 { return quantize.FP16ToFP32(binary.LittleEndian.Uint16(b)) }
 
-func unpackQ8_0(r *qrow, row []byte, cols int) {
-	r.d, r.raw = grow(r.d, cols/32), row
-	for b := range cols / 32 {
-		r.d[b] = half(row[b*34:])
+// unpackQ8_0 keeps the row as stored: q8RawDot1 and q8RawDot4 read the
+// levels and the fp16 scales in place.
+func unpackQ8_0(r *qrow, row []byte, _ int) { r.raw, r.q8 = row, true }
+
+// q8RawDotGeneric is the product of the stored Q8_0 blocks x with the
+// Q8_0 activation (levels b, scales xd), as dotQ8Generic.
+func q8RawDotGeneric(x []byte, b []int8, xd []float32) float32 {
+	var sumf float32
+	var sums [2]int32
+	for g := range len(x) / 34 {
+		blk := x[34*g : 34*g+34 : 34*g+34]
+		i8sums16Generic(blk[2:], 34, b[32*g:32*g+32], sums[:])
+		sumf += float32(sums[0]+sums[1]) * (half(blk) * xd[g])
 	}
+	return sumf
 }
 
 // The unpackers work on eight levels at a time in a uint64 (SWAR): nibbles

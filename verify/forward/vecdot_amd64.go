@@ -49,6 +49,12 @@ func dotF16R3x4AVX2(w *byte, stride int, x0, x1, x2, x3 *float32, n int, out *fl
 //go:noescape
 func axpyF32AVX2(y *float32, a float32, x *float32, n int)
 
+//go:noescape
+func q8RawDot1AVX2(x *byte, b *int8, xd *float32, blocks int) float32
+
+//go:noescape
+func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float32)
+
 var (
 	useAVX2 = cpu.X86.HasAVX2
 	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
@@ -245,4 +251,34 @@ func axpyF32(y []float32, a float32, x []float32) {
 	if n < len(y) {
 		axpyF32Generic(y[n:], a, x[n:])
 	}
+}
+
+// q8RawDot1 is the product of the stored Q8_0 blocks x with the Q8_0
+// activation (levels b, scales xd).
+func q8RawDot1(x []byte, b []int8, xd []float32) float32 {
+	blocks := len(x) / 34
+	if !useF16C || blocks == 0 {
+		return q8RawDotGeneric(x, b, xd)
+	}
+	_, _ = b[32*blocks-1], xd[blocks-1]
+	return q8RawDot1AVX2(&x[0], &b[0], &xd[0], blocks)
+}
+
+// q8RawDot4 is q8RawDot1 of x with four activations.
+func q8RawDot4(x []byte, b [4][]int8, xd [4][]float32) (s [4]float32) {
+	blocks := len(x) / 34
+	if !useF16C || blocks == 0 {
+		for i := range s {
+			s[i] = q8RawDotGeneric(x, b[i], xd[i])
+		}
+		return s
+	}
+	var bp [4]*int8
+	var xp [4]*float32
+	for i := range 4 {
+		_, _ = b[i][32*blocks-1], xd[i][blocks-1]
+		bp[i], xp[i] = &b[i][0], &xd[i][0]
+	}
+	q8RawDot4AVX2(&x[0], &bp, &xp, blocks, &s[0])
+	return s
 }

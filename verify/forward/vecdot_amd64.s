@@ -1018,3 +1018,124 @@ aloop:
 adone:
 	VZEROUPPER
 	RET
+
+// The fp16 d of the Q8_0 block at SI times the float32 at XD, broadcast
+// into DST (X5 clobbered).
+#define Q8D(XD, DST) \
+	MOVWLZX      (SI), AX; \
+	MOVQ         AX, X5; \
+	VCVTPH2PS    X5, X5; \
+	VMULSS       XD, X5, X5; \
+	VBROADCASTSS X5, DST
+
+// One Q8_0 block's levels (32 at 2(SI), made positive in Y2 with their
+// signs moved onto the input's) times the input at B, pair sums to int32,
+// to float32 in Y4.
+#define Q8SUM(B) \
+	VMOVDQU    B, Y1; \
+	VPSIGNB    Y0, Y1, Y1; \
+	VPMADDUBSW Y1, Y2, Y4; \
+	VPMADDWD   Y15, Y4, Y4; \
+	VCVTDQ2PS  Y4, Y4
+
+// func q8RawDot1AVX2(x *byte, b *int8, xd *float32, blocks int) float32
+//
+// Σ over the stored Q8_0 blocks x (34 bytes: fp16 d, 32 levels) of
+// (Σ levels·b)·(d·xd), d converted with VCVTPH2PS: no unpacked copy of the
+// row, for a generated token.
+TEXT ·q8RawDot1AVX2(SB), NOSPLIT, $0-36
+	MOVQ     x+0(FP), SI
+	MOVQ     b+8(FP), DI
+	MOVQ     xd+16(FP), R11
+	MOVQ     blocks+24(FP), CX
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	VXORPS   Y13, Y13, Y13
+
+q81loop:
+	TESTQ       CX, CX
+	JEQ         q81done
+	Q8D((R11), Y6)
+	VMOVDQU     2(SI), Y0
+	VPSIGNB     Y0, Y0, Y2
+	Q8SUM((DI))
+	VFMADD231PS Y6, Y4, Y13
+	ADDQ        $34, SI
+	ADDQ        $32, DI
+	ADDQ        $4, R11
+	DECQ        CX
+	JMP         q81loop
+
+q81done:
+	VEXTRACTF128 $1, Y13, X1
+	VADDPS       X1, X13, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+32(FP)
+	RET
+
+// func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float32)
+//
+// q8RawDot1AVX2 of one row with four inputs: each block's levels loaded,
+// made positive and its d converted once for the four.
+TEXT ·q8RawDot4AVX2(SB), NOSPLIT, $0-40
+	MOVQ     x+0(FP), SI
+	MOVQ     b+8(FP), AX
+	MOVQ     0(AX), R8
+	MOVQ     8(AX), R9
+	MOVQ     16(AX), R10
+	MOVQ     24(AX), R11
+	MOVQ     xd+16(FP), AX
+	MOVQ     0(AX), R12
+	MOVQ     8(AX), R13
+	MOVQ     16(AX), R14
+	MOVQ     24(AX), R15
+	MOVQ     blocks+24(FP), CX
+	MOVQ     out+32(FP), DX
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	VXORPS   Y8, Y8, Y8
+	VXORPS   Y9, Y9, Y9
+	VXORPS   Y10, Y10, Y10
+	VXORPS   Y11, Y11, Y11
+	XORQ     BX, BX
+
+q84loop:
+	TESTQ       CX, CX
+	JEQ         q84done
+	MOVWLZX     (SI), AX
+	MOVQ        AX, X5
+	VCVTPH2PS   X5, X5
+	VBROADCASTSS X5, Y7
+	VMOVDQU     2(SI), Y0
+	VPSIGNB     Y0, Y0, Y2
+	Q8SUM((R8))
+	VBROADCASTSS (R12)(BX*4), Y6
+	VMULPS      Y7, Y6, Y6
+	VFMADD231PS Y6, Y4, Y8
+	Q8SUM((R9))
+	VBROADCASTSS (R13)(BX*4), Y6
+	VMULPS      Y7, Y6, Y6
+	VFMADD231PS Y6, Y4, Y9
+	Q8SUM((R10))
+	VBROADCASTSS (R14)(BX*4), Y6
+	VMULPS      Y7, Y6, Y6
+	VFMADD231PS Y6, Y4, Y10
+	Q8SUM((R11))
+	VBROADCASTSS (R15)(BX*4), Y6
+	VMULPS      Y7, Y6, Y6
+	VFMADD231PS Y6, Y4, Y11
+	ADDQ        $34, SI
+	ADDQ        $32, R8
+	ADDQ        $32, R9
+	ADDQ        $32, R10
+	ADDQ        $32, R11
+	INCQ        BX
+	DECQ        CX
+	JMP         q84loop
+
+q84done:
+	HSUM4(Y8, Y9, Y10, Y11, X8, X9, (DX))
+	VZEROUPPER
+	RET

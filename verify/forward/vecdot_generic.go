@@ -60,3 +60,15 @@ func dotF16R3x4(w []byte, stride, cols int, x0, x1, x2, x3 []float32, out *[12]f
 
 // axpyF32 sets y[i] += a·x[i] for every i of y (x at least as long).
 func axpyF32(y []float32, a float32, x []float32) { axpyF32Generic(y, a, x) }
+
+// q8RawDot1 is the product of the stored Q8_0 blocks x with the Q8_0
+// activation (levels b, scales xd).
+func q8RawDot1(x []byte, b []int8, xd []float32) float32 { return q8RawDotGeneric(x, b, xd) }
+
+// q8RawDot4 is q8RawDot1 of x with four activations.
+func q8RawDot4(x []byte, b [4][]int8, xd [4][]float32) (s [4]float32) {
+	for i := range s {
+		s[i] = q8RawDotGeneric(x, b[i], xd[i])
+	}
+	return s
+}

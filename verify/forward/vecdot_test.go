@@ -204,7 +204,8 @@ func TestDotF32(t *testing.T) {
 	}
 }
 
-// TestDotQ8K checks the fused products (dotQ8, dotQ8x4, dotK) (AVX2 on amd64) against their Go
+// TestDotQ8K checks the fused products (dotQ8, dotQ8x4, q8RawDot1,
+// q8RawDot4, dotK) (AVX2 on amd64) against their Go
 // forms: dotK exactly, dotQ8 within float32 rounding, on random levels
 // with the extremes, strides of packed levels and of Q8_0 blocks, every
 // group count from 0 to 13 and super-block count from 0 to 3.
@@ -244,6 +245,25 @@ func TestDotQ8K(t *testing.T) {
 				}
 			}
 			bs[2], xds[2] = b, xd
+			if stride == 34 {
+				// The stored Q8_0 blocks: a's levels after an fp16 d.
+				raw := make([]byte, 34*groups)
+				var rmag float64
+				for g := range groups {
+					le.PutUint16(raw[34*g:], quantize.FP32ToFP16(wd[g]))
+					copy(raw[34*g+2:34*g+34], a[g*stride:g*stride+32])
+					rmag += 32 * 128 * 127 * math.Abs(float64(half(raw[34*g:])*xd[g]))
+				}
+				if got, want := q8RawDot1(raw, b, xd), q8RawDotGeneric(raw, b, xd); math.Abs(float64(got-want)) > 1e-6*rmag {
+					t.Errorf("q8RawDot1, %d groups: %g, want %g", groups, got, want)
+				}
+				r4 := q8RawDot4(raw, bs, xds)
+				for i := range 4 {
+					if want := q8RawDotGeneric(raw, bs[i], xds[i]); math.Abs(float64(r4[i]-want)) > 1e-6*rmag*float64(i+1) {
+						t.Errorf("q8RawDot4, %d groups, input %d: %g, want %g", groups, i, r4[i], want)
+					}
+				}
+			}
 			s4 := dotQ8x4(a, stride, bs, wd, xds, sums)
 			for i := range 4 {
 				want := dotQ8Generic(a, stride, bs[i], wd, xds[i], sums)
