@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/quantize"
 )
 
 // TensorResult compares one GGUF tensor, decoded to float32, with its
@@ -179,7 +180,10 @@ func (v *verifier) scanTensor(ctx context.Context, info *gguf.TensorInfo, compar
 			v.broken = true
 			return nil, nil
 		}
-		if j := firstNonFinite(g); j >= 0 {
+		// quantize.CheckFinite screens 16 values per branch; the plain
+		// loop then finds the one to report.
+		if quantize.CheckFinite(g, ne0, r0) != nil {
+			j := firstNonFinite(g)
 			v.fail(CheckValues, info.Name, fmt.Sprintf("non-finite value %v at element %d", g[j], r0*ne0+j))
 			v.broken = true
 			return nil, nil

@@ -173,6 +173,7 @@ const (
 type mulScratch struct {
 	rows [][]qrow
 	acts []qact
+	enc  []byte // the inputs' Q8_K blocks one after the other (fused kernels)
 }
 
 // mulBlocks is mul on the stored blocks: every input converted once to the
@@ -183,6 +184,14 @@ type mulScratch struct {
 func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *vecKernel, x, out [][]float32) (bool, error) {
 	s.mm.acts = grow(s.mm.acts, len(x))
 	acts := s.mm.acts
+	stride := 0 // bytes from one input's Q8_K blocks to the next (fused)
+	if k.fused {
+		stride = w.cols / 256 * q8KBytes
+		s.mm.enc = grow(s.mm.enc, len(x)*stride)
+		for t := range acts {
+			acts[t].enc = s.mm.enc[t*stride : (t+1)*stride : (t+1)*stride]
+		}
+	}
 	var bad atomic.Bool
 	err := parallel(ctx, s.m.threads, len(x), func(_, t int) error {
 		if quantizeAct(k.act, x[t][:w.cols], &acts[t]) != nil {
@@ -194,11 +203,17 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		return false, err
 	}
 	rowBytes := w.cols / k.block * k.bytes
-	unpacked := w.cols
-	if k.act < actQ8_0 {
+	unpacked := w.cols // bytes of an unpacked row
+	switch k.act {
+	case actF32, actBF16:
 		unpacked = 4 * w.cols
+	case actF16:
+		unpacked = 2 * w.cols
 	}
 	rowsPer := max(1, min(maxChunkRows, unpackedBytes/unpacked))
+	if k.act == actF16 && rowsPer >= 3 {
+		rowsPer -= rowsPer % 3 // mulF16Rows3's groups
+	}
 	chunks := (w.rows + rowsPer - 1) / rowsPer
 	if len(s.mm.rows) < s.m.threads {
 		s.mm.rows = make([][]qrow, s.m.threads)
@@ -221,19 +236,33 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		rows := s.mm.rows[worker][:n]
 		for r := range rows {
 			k.unpack(&rows[r], data[r*rowBytes:(r+1)*rowBytes], w.cols)
-			if k.act >= actQ8_0 {
+			if k.act >= actQ8_0 && !k.fused {
 				rows[r].sums = grow(rows[r].sums, w.cols/16)
 			}
 		}
 		for t0 := 0; t0 < len(x); t0 += tokenTile {
 			t1 := min(len(x), t0+tokenTile)
-			for r := range rows {
+			if k.fused {
+				var res [tokenTile]float32
+				for r := range rows {
+					rows[r].kf.rows(rows[r].raw, s.mm.enc[t0*stride:], stride, t1-t0, res[:])
+					for t := t0; t < t1; t++ {
+						out[t][r0+r] = res[t-t0]
+					}
+				}
+				continue
+			}
+			r := 0
+			if k.act == actF16 {
+				r = mulF16Rows3(data[:n*rowBytes], rowBytes, w.cols, acts, t0, t1, out, r0)
+			}
+			for ; r < len(rows); r++ {
 				q, t := &rows[r], t0
 				switch k.act { // four inputs per pass where a kernel does
 				case actF32, actF16, actBF16:
 					for ; t+4 <= t1; t += 4 {
 						out[t][r0+r], out[t+1][r0+r], out[t+2][r0+r], out[t+3][r0+r] =
-							dotF32x4(q.f, acts[t].f, acts[t+1].f, acts[t+2].f, acts[t+3].f)
+							q.dotF4(k.act, &acts[t], &acts[t+1], &acts[t+2], &acts[t+3])
 					}
 				case actQ8_0:
 					for ; t+4 <= t1; t += 4 {
@@ -249,6 +278,33 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		return nil
 	})
 	return err == nil, err
+}
+
+// mulF16Rows3 multiplies the F16 rows of data (rowBytes each, the first
+// being row r0) three at a time with the inputs t0 to t1, four at a time
+// (dotF16R3x4); it returns how many rows it did, the rest (fewer than
+// three) being left to the caller.
+func mulF16Rows3(data []byte, rowBytes, cols int, acts []qact, t0, t1 int, out [][]float32, r0 int) int {
+	n := len(data) / rowBytes / 3 * 3
+	var s [12]float32
+	for r := 0; r < n; r += 3 {
+		w := data[r*rowBytes : (r+3)*rowBytes]
+		t := t0
+		for ; t+4 <= t1; t += 4 {
+			dotF16R3x4(w, rowBytes, cols, acts[t].f, acts[t+1].f, acts[t+2].f, acts[t+3].f, &s)
+			for i := range 3 {
+				for j := range 4 {
+					out[t+j][r0+r+i] = s[4*i+j]
+				}
+			}
+		}
+		for ; t < t1; t++ {
+			for i := range 3 {
+				out[t][r0+r+i] = dotF16(w[i*rowBytes:(i+1)*rowBytes], acts[t].f)
+			}
+		}
+	}
+	return n
 }
 
 // mulRow sets out[t][r] = row·x[t] for every t, four inputs at a time so each

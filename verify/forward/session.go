@@ -585,7 +585,7 @@ func (s *Session) attention(ctx context.Context, il int, q, out [][]float32) err
 		scores := bufs[worker][:pos+1-lo]
 		for j := lo; j <= pos; j++ {
 			off := j*c.kvDimK() + g*dk
-			scores[j-lo] = dot(qh, keys[off:off+dk])
+			scores[j-lo] = dotF32(qh, keys[off:off+dk])
 		}
 		if c.AttnSoftcap != 0 {
 			softcap(scores, c.AttnSoftcap)
@@ -598,11 +598,8 @@ func (s *Session) attention(ctx context.Context, il int, q, out [][]float32) err
 		o := out[t][hd*dv : (hd+1)*dv]
 		clear(o)
 		for j := lo; j <= pos; j++ {
-			p := scores[j-lo]
 			off := j*c.kvDimV() + g*dv
-			for d, x := range vals[off : off+dv] {
-				o[d] += p * x
-			}
+			axpyF32(o, scores[j-lo], vals[off:off+dv])
 		}
 		return nil
 	})

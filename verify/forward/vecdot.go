@@ -21,7 +21,9 @@ import (
 //
 // A weight row is first unpacked (qrow: its levels as int8 and its scales),
 // once per row however many tokens it meets; the integer sums run per 16
-// values (i8sums16, AVX2 on amd64) and the scales are applied in Go.
+// values (i8sums16, AVX2 on amd64) and the scales are applied in Go. Q4_K,
+// Q6_K (vecdot_kfused.go) and F16 (vecdot_f16.go) rows are instead read
+// in place by kernels that apply the scales themselves.
 
 // actKind is the format an activation row is converted to.
 type actKind uint8
@@ -40,22 +42,25 @@ type vecKernel struct {
 	block  int // values per block
 	bytes  int // bytes per block
 	unpack func(r *qrow, row []byte, cols int)
+	// fused: the unpacked rows multiply through qrow.kf, on the inputs'
+	// Q8_K blocks as encoded (vecdot_kfused.go).
+	fused bool
 }
 
 // vecKernels are the weight types with a product on the blocks; the others
 // are decoded to float32 a chunk of rows at a time.
 var vecKernels = map[gguf.Type]*vecKernel{
 	gguf.F32:    {act: actF32, block: 1, bytes: 4, unpack: floatUnpacker(readers.F32)},
-	gguf.F16:    {act: actF16, block: 1, bytes: 2, unpack: floatUnpacker(readers.F16)},
+	gguf.F16:    {act: actF16, block: 1, bytes: 2, unpack: unpackF16},
 	gguf.BF16:   {act: actBF16, block: 1, bytes: 2, unpack: floatUnpacker(readers.BF16)},
 	gguf.Q8_0:   {act: actQ8_0, block: 32, bytes: 34, unpack: unpackQ8_0},
 	gguf.Q4_0:   {act: actQ8_0, block: 32, bytes: 18, unpack: unpackQ4_0},
 	gguf.Q5_0:   {act: actQ8_0, block: 32, bytes: 22, unpack: unpackQ5_0},
 	gguf.IQ4_NL: {act: actQ8_0, block: 32, bytes: 18, unpack: unpackIQ4NL},
 	gguf.MXFP4:  {act: actQ8_0, block: 32, bytes: 17, unpack: unpackMXFP4},
-	gguf.Q4_K:   {act: actQ8K, block: 256, bytes: 144, unpack: unpackQ4K},
+	gguf.Q4_K:   {act: actQ8K, block: 256, bytes: 144, unpack: unpackQ4K, fused: true},
 	gguf.Q5_K:   {act: actQ8K, block: 256, bytes: 176, unpack: unpackQ5K},
-	gguf.Q6_K:   {act: actQ8K, block: 256, bytes: 210, unpack: unpackQ6K},
+	gguf.Q6_K:   {act: actQ8K, block: 256, bytes: 210, unpack: unpackQ6K, fused: true},
 	gguf.IQ4_XS: {act: actQ8K, block: 256, bytes: 136, unpack: unpackIQ4XS},
 }
 
@@ -133,31 +138,32 @@ func grow[T any](s []T, n int) []T {
 
 // qrow is one weight row unpacked for the products.
 type qrow struct {
-	f      []float32 // float types: the decoded row
+	f      []float32 // F32, BF16: the decoded row (F16 is read in place)
 	qs     []int8    // levels in the activation's order
-	raw    []byte    // Q8_0: the row itself, levels read in place
+	raw    []byte    // Q8_0, Q4_K, Q6_K, F16: the row itself, read in place
+	q8     bool      // Q8_0 (raw): multiplied by q8RawDot1 / q8RawDot4
 	d      []float32 // per block: the weight scale (32-value types) or d (K)
 	dmin   []float32 // Q4_K, Q5_K: per 256 the scale of the mins
 	scales []int32   // K types: the integer scale of every 16 values (Q4_K: 32)
 	mins   []int32   // Q4_K, Q5_K: the integer min of every 32 values
 	sums   []int32   // scratch: the integer sums per 16 values
+	kf     *kFused   // Q4_K, Q6_K: the fused kernels, on raw (vecdot_kfused.go)
 }
 
 // dot is the product of the unpacked row r with the activation a.
 func (r *qrow) dot(kind actKind, a *qact) float32 {
 	switch kind {
 	case actQ8_0:
-		if r.raw != nil {
-			return dotQ8(r.raw[2:], 34, a.qs, r.d, a.d, r.sums)
+		if r.q8 {
+			return q8RawDot1(r.raw, a.qs, a.d)
 		}
 		return dotQ8(int8Bytes(r.qs), 32, a.qs, r.d, a.d, r.sums)
 	case actQ8K:
-		isums := r.sums[:len(a.d)]
-		if r.raw != nil {
-			q4kDot(r.raw, a.qs, r.scales, isums)
-		} else {
-			dotK(r.qs, a.qs, r.scales, isums)
+		if r.kf != nil {
+			return r.kf.dot1(r.raw, a.enc)
 		}
+		isums := r.sums[:len(a.d)]
+		dotK(r.qs, a.qs, r.scales, isums)
 		var sumf float32
 		for b, d := range a.d {
 			sumf += (r.d[b] * d) * float32(isums[b])
@@ -172,9 +178,20 @@ func (r *qrow) dot(kind actKind, a *qact) float32 {
 			}
 		}
 		return sumf
+	case actF16:
+		return dotF16(r.raw, a.f)
 	default:
 		return dotF32(r.f, a.f)
 	}
+}
+
+// dotF4 is dot of the unpacked row r with four activations of a float
+// kind (actF32, actF16, actBF16).
+func (r *qrow) dotF4(kind actKind, a0, a1, a2, a3 *qact) (float32, float32, float32, float32) {
+	if kind == actF16 {
+		return dotF16x4(r.raw, a0.f, a1.f, a2.f, a3.f)
+	}
+	return dotF32x4(r.f, a0.f, a1.f, a2.f, a3.f)
 }
 
 // dotQ8x4Generic is dotQ8 of one row with four inputs, one at a time.
@@ -190,8 +207,8 @@ func dotQ8x4Generic(a []byte, astride int, b [4][]int8, wd []float32, xd [4][]fl
 func (r *qrow) dotQ8x4(a0, a1, a2, a3 *qact) [4]float32 {
 	b := [4][]int8{a0.qs, a1.qs, a2.qs, a3.qs}
 	xd := [4][]float32{a0.d, a1.d, a2.d, a3.d}
-	if r.raw != nil {
-		return dotQ8x4(r.raw[2:], 34, b, r.d, xd, r.sums)
+	if r.q8 {
+		return q8RawDot4(r.raw, b, xd)
 	}
 	return dotQ8x4(int8Bytes(r.qs), 32, b, r.d, xd, r.sums)
 }
@@ -206,29 +223,6 @@ func dotQ8Generic(a []byte, astride int, b []int8, wd, xd []float32, sums []int3
 		sumf += float32(sums[2*g]+sums[2*g+1]) * (wd[g] * xd[g])
 	}
 	return sumf
-}
-
-// q4kDotGeneric is dotK on the stored Q4_K blocks of x (levels from byte
-// 16 of each 144: 32 bytes hold 32 low nibbles, then 32 high ones), with
-// one scale per 32 values.
-func q4kDotGeneric(x []byte, b []int8, scales []int32, out []int32) {
-	for i := range len(b) / 256 {
-		qs := x[144*i+16 : 144*i+144 : 144*i+144]
-		bb := b[256*i : 256*i+256 : 256*i+256]
-		var isum int32
-		for j := range 4 {
-			var s [4]int32
-			for l := range 32 {
-				v := qs[32*j+l]
-				s[l/16] += int32(v&0xF) * int32(bb[64*j+l])
-				s[2+l/16] += int32(v>>4) * int32(bb[64*j+32+l])
-			}
-			for h := range 4 {
-				isum += scales[8*i+2*j+h/2] * s[h]
-			}
-		}
-		out[i] = isum
-	}
 }
 
 // dotKGeneric is dotK through i8sums16.
@@ -269,6 +263,14 @@ func i8sums16Generic(a []byte, astride int, b []int8, out []int32) {
 	}
 }
 
+// axpyF32Generic sets y[i] += a·x[i] for every i of y.
+func axpyF32Generic(y []float32, a float32, x []float32) {
+	x = x[:len(y)]
+	for i, v := range x {
+		y[i] += a * v
+	}
+}
+
 // dotF32Generic is Σ a·b in float32 with eight partial sums.
 func dotF32Generic(a, b []float32) float32 { return dot(a, b) }
 
@@ -283,16 +285,26 @@ func floatUnpacker(dt readers.DType) func(r *qrow, row []byte, cols int) {
 
 // prepQ8 sizes r for nb blocks of 32 levels.
 func prepQ8(r *qrow, cols int) {
-	r.qs, r.d, r.raw = grow(r.qs, cols), grow(r.d, cols/32), nil
+	r.qs, r.d, r.raw, r.q8 = grow(r.qs, cols), grow(r.d, cols/32), nil, false
 }
 
 func half(b []byte) float32 { return quantize.FP16ToFP32(binary.LittleEndian.Uint16(b)) }
 
-func unpackQ8_0(r *qrow, row []byte, cols int) {
-	r.d, r.raw = grow(r.d, cols/32), row
-	for b := range cols / 32 {
-		r.d[b] = half(row[b*34:])
+// unpackQ8_0 keeps the row as stored: q8RawDot1 and q8RawDot4 read the
+// levels and the fp16 scales in place.
+func unpackQ8_0(r *qrow, row []byte, _ int) { r.raw, r.q8 = row, true }
+
+// q8RawDotGeneric is the product of the stored Q8_0 blocks x with the
+// Q8_0 activation (levels b, scales xd), as dotQ8Generic.
+func q8RawDotGeneric(x []byte, b []int8, xd []float32) float32 {
+	var sumf float32
+	var sums [2]int32
+	for g := range len(x) / 34 {
+		blk := x[34*g : 34*g+34 : 34*g+34]
+		i8sums16Generic(blk[2:], 34, b[32*g:32*g+32], sums[:])
+		sumf += float32(sums[0]+sums[1]) * (half(blk) * xd[g])
 	}
+	return sumf
 }
 
 // The unpackers work on eight levels at a time in a uint64 (SWAR): nibbles
@@ -397,7 +409,7 @@ func unpackMXFP4(r *qrow, row []byte, cols int) {
 // prepK sizes r for the 256-value super-blocks of cols.
 func prepK(r *qrow, cols int, mins bool) {
 	nb := cols / 256
-	r.qs, r.d, r.scales, r.raw = grow(r.qs, cols), grow(r.d, nb), grow(r.scales, cols/16), nil
+	r.qs, r.d, r.scales, r.raw, r.kf = grow(r.qs, cols), grow(r.d, nb), grow(r.scales, cols/16), nil, nil
 	r.mins, r.dmin = nil, nil
 	if mins {
 		r.mins, r.dmin = grow(r.mins, cols/32), grow(r.dmin, nb)
@@ -431,16 +443,6 @@ func scaleMinK4(q []byte, sc, mn []int32, per16 bool) {
 	}
 }
 
-func unpackQ4K(r *qrow, row []byte, cols int) {
-	prepK(r, cols, true)
-	for b := range cols / 256 {
-		blk := row[b*144 : b*144+144 : b*144+144]
-		r.d[b], r.dmin[b] = half(blk), half(blk[2:])
-		scaleMinK4(blk[4:16], r.scales[8*b:], r.mins[8*b:], false)
-	}
-	r.raw = row // the levels are read in place (q4kDot)
-}
-
 func unpackQ5K(r *qrow, row []byte, cols int) {
 	prepK(r, cols, true)
 	for b := range cols / 256 {
@@ -455,30 +457,6 @@ func unpackQ5K(r *qrow, row []byte, cols int) {
 				u, h := le.Uint64(qs[l:]), le.Uint64(qh[l:])
 				le.PutUint64(q[64*j+l:], u&lo4|(h>>(2*j)&lo1)<<4)
 				le.PutUint64(q[64*j+32+l:], u>>4&lo4|(h>>(2*j+1)&lo1)<<4)
-			}
-		}
-	}
-}
-
-func unpackQ6K(r *qrow, row []byte, cols int) {
-	prepK(r, cols, false)
-	for b := range cols / 256 {
-		blk := row[b*210 : b*210+210 : b*210+210]
-		ql, qh, sc := blk[0:128], blk[128:192], blk[192:208]
-		r.d[b] = half(blk[208:])
-		for j, s := range sc {
-			r.scales[16*b+j] = int32(int8(s))
-		}
-		const less32 = 0x6060606060606060
-		q := int8Bytes(r.qs[b*256 : b*256+256 : b*256+256])
-		for h := range 2 {
-			l4, hh, a := ql[64*h:64*h+64:64*h+64], qh[32*h:32*h+32:32*h+32], q[128*h:128*h+128:128*h+128]
-			for l := 0; l < 32; l += 8 {
-				x, y, z := le.Uint64(l4[l:]), le.Uint64(l4[l+32:]), le.Uint64(hh[l:])
-				le.PutUint64(a[l:], (x&lo4|(z&lo2)<<4+less32)^msb)
-				le.PutUint64(a[l+32:], (y&lo4|(z>>2&lo2)<<4+less32)^msb)
-				le.PutUint64(a[l+64:], (x>>4&lo4|(z>>4&lo2)<<4+less32)^msb)
-				le.PutUint64(a[l+96:], (y>>4&lo4|(z>>6&lo2)<<4+less32)^msb)
 			}
 		}
 	}

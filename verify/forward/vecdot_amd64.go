@@ -20,7 +20,16 @@ func dotF32x4AVX2(w, x0, x1, x2, x3 *float32, n int, out *float32)
 func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) float32
 
 //go:noescape
-func q4kDotAVX2(x *byte, b *int8, scales *int32, blocks int, out *int32)
+func q4kDot4AVX2(x, a *byte, astride int, blocks int, out *float32, vnni bool)
+
+//go:noescape
+func q4kDot1AVX2(x, a *byte, blocks int) float32
+
+//go:noescape
+func q6kDot4AVX2(x, a *byte, astride int, blocks int, out *float32, vnni bool)
+
+//go:noescape
+func q6kDot1AVX2(x, a *byte, blocks int) float32
 
 //go:noescape
 func i8dotQ8x4AVX2(a *byte, astride int, b *[4]*int8, wd *float32, xd *[4]*float32, groups int, out *float32)
@@ -28,9 +37,31 @@ func i8dotQ8x4AVX2(a *byte, astride int, b *[4]*int8, wd *float32, xd *[4]*float
 //go:noescape
 func i8dotKAVX2(a, b *int8, scales *int32, blocks int, out *int32)
 
+//go:noescape
+func dotF16AVX2(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dotF16x4AVX2(w *byte, x0, x1, x2, x3 *float32, n int, out *float32)
+
+//go:noescape
+func dotF16R3x4AVX2(w *byte, stride int, x0, x1, x2, x3 *float32, n int, out *float32)
+
+//go:noescape
+func axpyF32AVX2(y *float32, a float32, x *float32, n int)
+
+//go:noescape
+func q8RawDot1AVX2(x *byte, b *int8, xd *float32, blocks int) float32
+
+//go:noescape
+func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float32)
+
 var (
 	useAVX2 = cpu.X86.HasAVX2
 	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	useF16C = useFMA && cpu.X86.HasF16C // the fused K-quant kernels
+	// useVNNI: the fused K-quant kernels' four-input forms add the scaled
+	// pair sums with VPDPWSSD (AVX512-VNNI on 256-bit registers).
+	useVNNI = useF16C && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
 )
 
 // i8sums16 sets out[i] to Σ a·b over the 16 values from i·16 on: len(b)
@@ -89,15 +120,38 @@ func dotK(a, b []int8, scales []int32, out []int32) {
 	i8dotKAVX2(&a[0], &b[0], &scales[0], blocks, &out[0])
 }
 
-// q4kDot is dotK on the stored Q4_K blocks of x, one scale per 32 values.
-func q4kDot(x []byte, b []int8, scales []int32, out []int32) {
-	blocks := len(b) / 256
-	if !useAVX2 || blocks == 0 {
-		q4kDotGeneric(x, b, scales, out)
+// kAsm is a fused type's kernels: four activations stride bytes apart,
+// and one.
+type kAsm struct {
+	four func(x, a *byte, astride int, blocks int, out *float32, vnni bool)
+	one  func(x, a *byte, blocks int) float32
+}
+
+var (
+	q4kAsm = kAsm{q4kDot4AVX2, q4kDot1AVX2}
+	q6kAsm = kAsm{q6kDot4AVX2, q6kDot1AVX2}
+)
+
+// dot4 sets out[0:4] to the products of the blocks x with the four
+// activations a, a[stride:], a[2·stride:], a[3·stride:].
+func (k *kFused) dot4(x, a []byte, stride int, out []float32) {
+	blocks := len(x) / k.bytes
+	if !useF16C || blocks == 0 {
+		k.dot4Generic(x, a, stride, out)
 		return
 	}
-	_, _, _ = x[blocks*144-1], scales[blocks*8-1], out[blocks-1]
-	q4kDotAVX2(&x[0], &b[0], &scales[0], blocks, &out[0])
+	_, _ = a[3*stride+blocks*q8KBytes-1], out[3]
+	k.asm.four(&x[0], &a[0], stride, blocks, &out[0], useVNNI)
+}
+
+// dot1 is the product of the blocks x with the activation a.
+func (k *kFused) dot1(x, a []byte) float32 {
+	blocks := len(x) / k.bytes
+	if !useF16C || blocks == 0 {
+		return k.generic(x, a)
+	}
+	_ = a[blocks*q8KBytes-1]
+	return k.asm.one(&x[0], &a[0], blocks)
 }
 
 // dotF32x4 is dotF32 of w with four vectors (each at least as long as w).
@@ -131,5 +185,100 @@ func dotQ8x4(a []byte, astride int, b [4][]int8, wd []float32, xd [4][]float32, 
 	}
 	var s [4]float32
 	i8dotQ8x4AVX2(&a[0], astride, &bp, &wd[0], &xp, groups, &s[0])
+	return s
+}
+
+// dotF16 is Σ w·x in float32, w fp16 (2·len(x) bytes).
+func dotF16(w []byte, x []float32) float32 {
+	n := len(x) &^ 31
+	if !useF16C || n == 0 {
+		return dotF16Generic(w, x)
+	}
+	_ = w[2*n-1]
+	s := dotF16AVX2(&w[0], &x[0], n)
+	if n < len(x) {
+		s += dotF16Generic(w[2*n:], x[n:])
+	}
+	return s
+}
+
+// dotF16x4 is dotF16 of w with four vectors (each of len(w)/2 values at
+// least).
+func dotF16x4(w []byte, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
+	cols := len(w) / 2
+	n := cols &^ 15
+	if !useF16C || n == 0 {
+		return dotF16x4Generic(w, x0, x1, x2, x3)
+	}
+	_, _, _, _ = x0[n-1], x1[n-1], x2[n-1], x3[n-1]
+	var s [4]float32
+	dotF16x4AVX2(&w[0], &x0[0], &x1[0], &x2[0], &x3[0], n, &s[0])
+	if n < cols {
+		a, b, c, d := dotF16x4Generic(w[2*n:], x0[n:], x1[n:], x2[n:], x3[n:])
+		s[0], s[1], s[2], s[3] = s[0]+a, s[1]+b, s[2]+c, s[3]+d
+	}
+	return s[0], s[1], s[2], s[3]
+}
+
+// dotF16R3x4 sets out[4r+t] to dotF16 of row r of w (three rows of cols
+// values, stride bytes apart) with input t (each at least cols long).
+func dotF16R3x4(w []byte, stride, cols int, x0, x1, x2, x3 []float32, out *[12]float32) {
+	n := cols &^ 7
+	if !useF16C || n == 0 {
+		dotF16R3x4Generic(w, stride, cols, x0, x1, x2, x3, out)
+		return
+	}
+	_, _ = w[2*stride+2*cols-1], w[2*cols-1]
+	_, _, _, _ = x0[cols-1], x1[cols-1], x2[cols-1], x3[cols-1]
+	dotF16R3x4AVX2(&w[0], stride, &x0[0], &x1[0], &x2[0], &x3[0], n, &out[0])
+	if n < cols {
+		for r := range 3 {
+			a, b, c, d := dotF16x4Generic(w[r*stride+2*n:r*stride+2*cols], x0[n:], x1[n:], x2[n:], x3[n:])
+			out[4*r], out[4*r+1], out[4*r+2], out[4*r+3] = out[4*r]+a, out[4*r+1]+b, out[4*r+2]+c, out[4*r+3]+d
+		}
+	}
+}
+
+// axpyF32 sets y[i] += a·x[i] for every i of y (x at least as long).
+func axpyF32(y []float32, a float32, x []float32) {
+	n := len(y) &^ 15
+	if !useFMA || n == 0 {
+		axpyF32Generic(y, a, x)
+		return
+	}
+	_ = x[n-1]
+	axpyF32AVX2(&y[0], a, &x[0], n)
+	if n < len(y) {
+		axpyF32Generic(y[n:], a, x[n:])
+	}
+}
+
+// q8RawDot1 is the product of the stored Q8_0 blocks x with the Q8_0
+// activation (levels b, scales xd).
+func q8RawDot1(x []byte, b []int8, xd []float32) float32 {
+	blocks := len(x) / 34
+	if !useF16C || blocks == 0 {
+		return q8RawDotGeneric(x, b, xd)
+	}
+	_, _ = b[32*blocks-1], xd[blocks-1]
+	return q8RawDot1AVX2(&x[0], &b[0], &xd[0], blocks)
+}
+
+// q8RawDot4 is q8RawDot1 of x with four activations.
+func q8RawDot4(x []byte, b [4][]int8, xd [4][]float32) (s [4]float32) {
+	blocks := len(x) / 34
+	if !useF16C || blocks == 0 {
+		for i := range s {
+			s[i] = q8RawDotGeneric(x, b[i], xd[i])
+		}
+		return s
+	}
+	var bp [4]*int8
+	var xp [4]*float32
+	for i := range 4 {
+		_, _ = b[i][32*blocks-1], xd[i][blocks-1]
+		bp[i], xp[i] = &b[i][0], &xd[i][0]
+	}
+	q8RawDot4AVX2(&x[0], &bp, &xp, blocks, &s[0])
 	return s
 }

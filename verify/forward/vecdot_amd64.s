@@ -261,62 +261,6 @@ kdone:
 	VZEROUPPER
 	RET
 
-// func q4kDotAVX2(x *byte, b *int8, scales *int32, blocks int, out *int32)
-//
-// dotK, with one scale per 32 values, straight on Q4_K blocks (144 bytes, levels from byte 16 on): each
-// 32 bytes hold 64 levels, 32 low nibbles then 32 high ones, all 0..15, so
-// VPMADDUBSW takes them as the unsigned operand as they are; VPMADDWD by
-// the broadcast scale (int16 range) gives scale·(pair sums) in int32.
-TEXT ·q4kDotAVX2(SB), NOSPLIT, $0-40
-	MOVQ         x+0(FP), SI
-	MOVQ         b+8(FP), DI
-	MOVQ         scales+16(FP), R10
-	MOVQ         blocks+24(FP), CX
-	MOVQ         out+32(FP), DX
-	MOVQ         $0x0F0F0F0F, AX
-	MOVQ         AX, X14
-	VPBROADCASTD X14, Y14
-
-q4block:
-	TESTQ CX, CX
-	JEQ   q4done
-	VPXOR Y13, Y13, Y13
-	LEAQ  16(SI), R11
-	MOVQ  $4, BX
-
-q4chunk:
-	VMOVDQU      (R11), Y0
-	VPAND        Y14, Y0, Y1
-	VPSRLW       $4, Y0, Y0
-	VPAND        Y14, Y0, Y0
-	VPMADDUBSW   (DI), Y1, Y2
-	VPBROADCASTW (R10), Y8
-	VPMADDWD     Y8, Y2, Y2
-	VPADDD       Y2, Y13, Y13
-	VPMADDUBSW   32(DI), Y0, Y3
-	VPBROADCASTW 4(R10), Y9
-	VPMADDWD     Y9, Y3, Y3
-	VPADDD       Y3, Y13, Y13
-	ADDQ         $32, R11
-	ADDQ         $64, DI
-	ADDQ         $8, R10
-	DECQ         BX
-	JNZ          q4chunk
-
-	VEXTRACTI128 $1, Y13, X12
-	VPADDD       X12, X13, X13
-	VPHADDD      X13, X13, X13
-	VPHADDD      X13, X13, X13
-	VMOVD        X13, (DX)
-	ADDQ         $144, SI
-	ADDQ         $4, DX
-	DECQ         CX
-	JMP          q4block
-
-q4done:
-	VZEROUPPER
-	RET
-
 // func dotF32x4AVX2(w, x0, x1, x2, x3 *float32, n int, out *float32)
 //
 // The products of w with four vectors at once, n a multiple of 16: each
@@ -459,5 +403,739 @@ x4done:
 	VEXTRACTF128 $1, Y3, X1
 	VADDPS       X1, X3, X3
 	VMOVUPS      X3, (DX)
+	VZEROUPPER
+	RET
+
+// The fused Q4_K and Q6_K products (vecdot_kfused.go), straight on the
+// stored blocks. Registers: SI the weight blocks, DI the activations' Q8_K
+// blocks, token t at DI + t·R8 (R9 = 3·R8); Y0–Y3 the float32 sums of
+// tokens 0–3, Y4–Y7 their int32 sums of the current super-block (eight
+// lanes, added at the end), Y15 0x0F in every byte. Each block's scales
+// (and mins) are widened to int16 into the frame (0(R10) on), its fp16 d
+// (and dmin) converted with VCVTPH2PS. Levels are unsigned (nibbles, or
+// Q6_K's 0..63), the activation signed, so VPMADDUBSW takes them as they
+// are and no pair saturates (63·128·2 < 2^15); VPMADDWD by the broadcast
+// scale gives scale·(pair sums) in int32, as ggml's AVX2 kernels do.
+
+// Q4_K's 12 bytes of 6-bit scales and mins (get_scale_min_k4, as the utmp
+// words of ggml's vec_dot) to 8 int16 scales at 0(R10) and the 8 mins, each
+// twice (one per 16 values), at 16(R10). Clobbers AX, BX, R11, R14, R15,
+// Y8, Y9.
+#define Q4SCALES \
+	MOVL       4(SI), AX; \
+	MOVL       8(SI), BX; \
+	MOVL       12(SI), R11; \
+	MOVL       AX, R14; \
+	ANDL       $0x3f3f3f3f, R14; \
+	MOVL       R11, R15; \
+	ANDL       $0x0f0f0f0f, R15; \
+	SHRL       $6, AX; \
+	ANDL       $0x03030303, AX; \
+	SHLL       $4, AX; \
+	ORL        AX, R15; \
+	SHLQ       $32, R15; \
+	ORQ        R15, R14; \
+	MOVQ       R14, X8; \
+	VPMOVZXBW  X8, X8; \
+	VMOVDQU    X8, 0(R10); \
+	MOVL       BX, R14; \
+	ANDL       $0x3f3f3f3f, R14; \
+	SHRL       $4, R11; \
+	ANDL       $0x0f0f0f0f, R11; \
+	SHRL       $6, BX; \
+	ANDL       $0x03030303, BX; \
+	SHLL       $4, BX; \
+	ORL        BX, R11; \
+	SHLQ       $32, R11; \
+	ORQ        R11, R14; \
+	MOVQ       R14, X9; \
+	VPUNPCKLBW X9, X9, X9; \
+	VPMOVZXBW  X9, Y9; \
+	VMOVDQU    Y9, 16(R10)
+
+// Q4_K: 32 bytes of levels (64 values: 32 low nibbles, 32 high) split into
+// Y8 (low) and Y9 (high), their two scales broadcast in Y10 and Y11.
+#define Q4SPLIT(W, S0, S1) \
+	VMOVDQU      W, Y9; \
+	VPAND        Y15, Y9, Y8; \
+	VPSRLW       $4, Y9, Y9; \
+	VPAND        Y15, Y9, Y9; \
+	VPBROADCASTW S0, Y10; \
+	VPBROADCASTW S1, Y11
+
+// One token's products with Y8 and Y9: A0 and A1 its 32 + 32 levels.
+#define Q4TOK(A0, A1, ACC) \
+	VPMADDUBSW A0, Y8, Y12; \
+	VPMADDWD   Y10, Y12, Y12; \
+	VPADDD     Y12, ACC, ACC; \
+	VPMADDUBSW A1, Y9, Y13; \
+	VPMADDWD   Y11, Y13, Y13; \
+	VPADDD     Y13, ACC, ACC
+
+// The block's d and dmin broadcast into Y12 and Y14.
+#define Q4D \
+	VCVTPH2PS    (SI), X14; \
+	VBROADCASTSS X14, Y12; \
+	VPSHUFD      $0x55, X14, X14; \
+	VINSERTI128  $1, X14, Y14, Y14
+
+// End of a super-block for one token (D its scale, BS its sums of 16):
+// FACC += d·da·(int sums) − dmin·da·(mins · sums); ACC cleared.
+#define Q4END(D, BS, ACC, FACC) \
+	VBROADCASTSS D, Y10; \
+	VMULPS       Y12, Y10, Y11; \
+	VMULPS       Y14, Y10, Y10; \
+	VCVTDQ2PS    ACC, ACC; \
+	VFMADD231PS  Y11, ACC, FACC; \
+	VMOVDQU      BS, Y13; \
+	VPMADDWD     16(R10), Y13, Y13; \
+	VCVTDQ2PS    Y13, Y13; \
+	VFNMADD231PS Y10, Y13, FACC; \
+	VPXOR        ACC, ACC, ACC
+
+#define KPROLOGUE \
+	MOVQ         $0x0F0F0F0F, AX; \
+	MOVQ         AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	VXORPS       Y0, Y0, Y0; \
+	VXORPS       Y1, Y1, Y1; \
+	VXORPS       Y2, Y2, Y2; \
+	VXORPS       Y3, Y3, Y3; \
+	VPXOR        Y4, Y4, Y4; \
+	VPXOR        Y5, Y5, Y5; \
+	VPXOR        Y6, Y6, Y6; \
+	VPXOR        Y7, Y7, Y7
+
+// The four float32 sums Y0–Y3 added across their lanes into (DX).
+#define KSTORE4 \
+	VHADDPS      Y1, Y0, Y0; \
+	VHADDPS      Y3, Y2, Y2; \
+	VHADDPS      Y2, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VMOVUPS      X0, (DX)
+
+// Y0's lanes added into X0's first.
+#define KSUM1 \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VHADDPS      X0, X0, X0; \
+	VHADDPS      X0, X0, X0
+
+// Q4TOK with VNNI: VPDPWSSD adds scale·(pair sums) to ACC in one step.
+#define Q4TOKV(A0, A1, ACC) \
+	VPMADDUBSW A0, Y8, Y12; \
+	VPDPWSSD   Y10, Y12, ACC; \
+	VPMADDUBSW A1, Y9, Y13; \
+	VPDPWSSD   Y11, Y13, ACC
+
+// The token step TOK (Q4TOK or Q4TOKV) for the four tokens, their levels
+// at A0 and A1 of each.
+#define Q4TOKS4(TOK, A0, A1) \
+	TOK(A0(DI), A1(DI), Y4); \
+	TOK(A0(DI)(R8*1), A1(DI)(R8*1), Y5); \
+	TOK(A0(DI)(R8*2), A1(DI)(R8*2), Y6); \
+	TOK(A0(DI)(R9*1), A1(DI)(R9*1), Y7)
+
+// A Q4_K block for four tokens, TOK the token step (Q4TOK, or Q4TOKV with
+// VNNI).
+#define Q4BLOCK4(TOK) \
+	Q4SCALES; \
+	Q4SPLIT(16(SI), 0(R10), 2(R10)); \
+	Q4TOKS4(TOK, 4, 36); \
+	Q4SPLIT(48(SI), 4(R10), 6(R10)); \
+	Q4TOKS4(TOK, 68, 100); \
+	Q4SPLIT(80(SI), 8(R10), 10(R10)); \
+	Q4TOKS4(TOK, 132, 164); \
+	Q4SPLIT(112(SI), 12(R10), 14(R10)); \
+	Q4TOKS4(TOK, 196, 228); \
+	Q4D; \
+	Q4END((DI), 260(DI), Y4, Y0); \
+	Q4END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1); \
+	Q4END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2); \
+	Q4END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
+
+// func q4kDot4AVX2(x *byte, a *byte, astride int, blocks int, out *float32, vnni bool)
+//
+// With vnni, the token steps use AVX512-VNNI's VPDPWSSD (Q4TOKV).
+TEXT ·q4kDot4AVX2(SB), NOSPLIT, $48-41
+	MOVQ x+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ astride+16(FP), R8
+	MOVQ blocks+24(FP), CX
+	MOVQ out+32(FP), DX
+	MOVB vnni+40(FP), BX
+	LEAQ (R8)(R8*2), R9
+	LEAQ 0(SP), R10
+	KPROLOGUE
+	TESTB BX, BX
+	JNE   q4vblock
+
+q44block:
+	TESTQ CX, CX
+	JEQ   q44done
+	Q4BLOCK4(Q4TOK)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q44block
+
+q4vblock:
+	TESTQ CX, CX
+	JEQ   q44done
+	Q4BLOCK4(Q4TOKV)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q4vblock
+
+q44done:
+	KSTORE4
+	VZEROUPPER
+	RET
+
+// func q4kDot1AVX2(x *byte, a *byte, blocks int) float32
+TEXT ·q4kDot1AVX2(SB), NOSPLIT, $48-28
+	MOVQ x+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	LEAQ 0(SP), R10
+	KPROLOGUE
+
+q41block:
+	TESTQ CX, CX
+	JEQ   q41done
+	Q4SCALES
+	Q4SPLIT(16(SI), 0(R10), 2(R10))
+	Q4TOK(4(DI), 36(DI), Y4)
+	Q4SPLIT(48(SI), 4(R10), 6(R10))
+	Q4TOK(68(DI), 100(DI), Y5)
+	Q4SPLIT(80(SI), 8(R10), 10(R10))
+	Q4TOK(132(DI), 164(DI), Y4)
+	Q4SPLIT(112(SI), 12(R10), 14(R10))
+	Q4TOK(196(DI), 228(DI), Y5)
+	VPADDD Y5, Y4, Y4
+	VPXOR  Y5, Y5, Y5
+	Q4D
+	Q4END((DI), 260(DI), Y4, Y0)
+	ADDQ   $144, SI
+	ADDQ   $292, DI
+	DECQ   CX
+	JMP    q41block
+
+q41done:
+	KSUM1
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// Q6_K's 16 int8 scales widened to int16 at 0(R10), its d broadcast in Y13.
+#define Q6SCALES \
+	VPMOVSXBW    192(SI), Y9; \
+	VMOVDQU      Y9, 0(R10); \
+	MOVWLZX      208(SI), AX; \
+	MOVQ         AX, X13; \
+	VCVTPH2PS    X13, X13; \
+	VBROADCASTSS X13, Y13
+
+// Q6_K: 32 levels 0..63 into Y8 from 32 bytes of low bits QL (low or high
+// nibbles) and 32 of high bits QH (the pair at bits 0, 2, 4 or 6 moved to
+// bits 4–5; Y14 is 0x30 in every byte); Y9 is clobbered.
+#define Q6L0(QL, QH) \
+	VPAND   QL, Y15, Y8; \
+	VMOVDQU QH, Y9; \
+	VPSLLW  $4, Y9, Y9; \
+	VPAND   Y14, Y9, Y9; \
+	VPOR    Y9, Y8, Y8
+
+#define Q6L1(QL, QH) \
+	VPAND   QL, Y15, Y8; \
+	VMOVDQU QH, Y9; \
+	VPSLLW  $2, Y9, Y9; \
+	VPAND   Y14, Y9, Y9; \
+	VPOR    Y9, Y8, Y8
+
+#define Q6L2(QL, QH) \
+	VMOVDQU QL, Y8; \
+	VPSRLW  $4, Y8, Y8; \
+	VPAND   Y15, Y8, Y8; \
+	VPAND   QH, Y14, Y9; \
+	VPOR    Y9, Y8, Y8
+
+#define Q6L3(QL, QH) \
+	VMOVDQU QL, Y8; \
+	VPSRLW  $4, Y8, Y8; \
+	VPAND   Y15, Y8, Y8; \
+	VMOVDQU QH, Y9; \
+	VPSRLW  $2, Y9, Y9; \
+	VPAND   Y14, Y9, Y9; \
+	VPOR    Y9, Y8, Y8
+
+// The scales of the two 16s of Y8: S0 in the low lane, S1 in the high.
+#define Q6SC(S0, S1) \
+	VPBROADCASTW S0, Y10; \
+	VPBROADCASTW S1, Y11; \
+	VPBLENDD     $0xF0, Y11, Y10, Y10
+
+#define Q6TOK(A, ACC) \
+	VPMADDUBSW A, Y8, Y12; \
+	VPMADDWD   Y10, Y12, Y12; \
+	VPADDD     Y12, ACC, ACC
+
+// End of a super-block for one token: ACC less 32·(scales · sums of 16),
+// FACC += d·da·ACC (Y13 = d broadcast); ACC cleared.
+#define Q6END(D, BS, ACC, FACC) \
+	VMOVDQU      BS, Y12; \
+	VPMADDWD     0(R10), Y12, Y12; \
+	VPSLLD       $5, Y12, Y12; \
+	VPSUBD       Y12, ACC, ACC; \
+	VCVTDQ2PS    ACC, ACC; \
+	VBROADCASTSS D, Y12; \
+	VMULPS       Y13, Y12, Y12; \
+	VFMADD231PS  Y12, ACC, FACC; \
+	VPXOR        ACC, ACC, ACC
+
+#define Q6PROLOGUE \
+	KPROLOGUE; \
+	MOVQ         $0x30303030, AX; \
+	MOVQ         AX, X14; \
+	VPBROADCASTD X14, Y14
+
+// The token step TOK (Q6TOK or Q6TOKV) for the four tokens, their levels at
+// A of each.
+#define TOKS4(TOK, A) \
+	TOK(A(DI), Y4); \
+	TOK(A(DI)(R8*1), Y5); \
+	TOK(A(DI)(R8*2), Y6); \
+	TOK(A(DI)(R9*1), Y7)
+
+// Half H of a Q6_K block for four tokens, TOK the token step (Q6TOK, or
+// Q6TOKV with VNNI): levels from QL0/QL1 (64 bytes at 64·H) and QH (32
+// bytes at 128 + 32·H), scales S0–S7 (8·H on), activation levels at A0–A3
+// (4 + 128·H on).
+#define Q6HALF4(TOK, QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
+	Q6L0(QL0, QH); \
+	Q6SC(S0, S1); \
+	TOKS4(TOK, A0); \
+	Q6L1(QL1, QH); \
+	Q6SC(S2, S3); \
+	TOKS4(TOK, A1); \
+	Q6L2(QL0, QH); \
+	Q6SC(S4, S5); \
+	TOKS4(TOK, A2); \
+	Q6L3(QL1, QH); \
+	Q6SC(S6, S7); \
+	TOKS4(TOK, A3)
+
+// Q6TOK with VNNI: VPDPWSSD adds scale·(pair sums) to ACC in one step.
+#define Q6TOKV(A, ACC) \
+	VPMADDUBSW A, Y8, Y12; \
+	VPDPWSSD   Y10, Y12, ACC
+
+#define Q6HALF1(QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
+	Q6L0(QL0, QH); \
+	Q6SC(S0, S1); \
+	Q6TOK(A0(DI), Y4); \
+	Q6L1(QL1, QH); \
+	Q6SC(S2, S3); \
+	Q6TOK(A1(DI), Y5); \
+	Q6L2(QL0, QH); \
+	Q6SC(S4, S5); \
+	Q6TOK(A2(DI), Y4); \
+	Q6L3(QL1, QH); \
+	Q6SC(S6, S7); \
+	Q6TOK(A3(DI), Y5)
+
+// A Q6_K block for four tokens, TOK the token step (Q6TOK, or Q6TOKV with
+// VNNI).
+#define Q6BLOCK4(TOK) \
+	Q6SCALES; \
+	Q6HALF4(TOK, 0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100); \
+	Q6HALF4(TOK, 64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228); \
+	Q6END((DI), 260(DI), Y4, Y0); \
+	Q6END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1); \
+	Q6END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2); \
+	Q6END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
+
+// func q6kDot4AVX2(x *byte, a *byte, astride int, blocks int, out *float32, vnni bool)
+//
+// With vnni, the token steps use AVX512-VNNI's VPDPWSSD (Q6TOKV).
+TEXT ·q6kDot4AVX2(SB), NOSPLIT, $32-41
+	MOVQ x+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ astride+16(FP), R8
+	MOVQ blocks+24(FP), CX
+	MOVQ out+32(FP), DX
+	MOVB vnni+40(FP), BX
+	LEAQ (R8)(R8*2), R9
+	LEAQ 0(SP), R10
+	Q6PROLOGUE
+	TESTB BX, BX
+	JNE   q6vblock
+
+q64block:
+	TESTQ CX, CX
+	JEQ   q64done
+	Q6BLOCK4(Q6TOK)
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q64block
+
+q6vblock:
+	TESTQ CX, CX
+	JEQ   q64done
+	Q6BLOCK4(Q6TOKV)
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q6vblock
+
+q64done:
+	KSTORE4
+	VZEROUPPER
+	RET
+
+// func q6kDot1AVX2(x *byte, a *byte, blocks int) float32
+TEXT ·q6kDot1AVX2(SB), NOSPLIT, $32-28
+	MOVQ x+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	LEAQ 0(SP), R10
+	Q6PROLOGUE
+
+q61block:
+	TESTQ CX, CX
+	JEQ   q61done
+	Q6SCALES
+	Q6HALF1(0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100)
+	Q6HALF1(64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228)
+	VPADDD Y5, Y4, Y4
+	VPXOR  Y5, Y5, Y5
+	Q6END((DI), 260(DI), Y4, Y0)
+	ADDQ   $210, SI
+	ADDQ   $292, DI
+	DECQ   CX
+	JMP    q61block
+
+q61done:
+	KSUM1
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotF16AVX2(w *byte, x *float32, n int) float32
+//
+// Σ w·x with w fp16 (converted with VCVTPH2PS, exactly), n a multiple of
+// 32; four 8-lane FMA accumulators, as dotF32AVX2.
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+hloop:
+	CMPQ        CX, $32
+	JLT         hdone
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   16(SI), Y5
+	VCVTPH2PS   32(SI), Y6
+	VCVTPH2PS   48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         hloop
+
+hdone:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func dotF16x4AVX2(w *byte, x0, x1, x2, x3 *float32, n int, out *float32)
+//
+// dotF16AVX2 of w with four vectors at once, n a multiple of 16: each
+// converted load of w serves four FMAs, as dotF32x4AVX2.
+TEXT ·dotF16x4AVX2(SB), NOSPLIT, $0-56
+	MOVQ   w+0(FP), SI
+	MOVQ   x0+8(FP), R8
+	MOVQ   x1+16(FP), R9
+	MOVQ   x2+24(FP), R10
+	MOVQ   x3+32(FP), R11
+	MOVQ   n+40(FP), CX
+	MOVQ   out+48(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   AX, AX
+
+h4loop:
+	CMPQ        CX, $16
+	JLT         h4done
+	VCVTPH2PS   (SI), Y8
+	VCVTPH2PS   16(SI), Y9
+	VFMADD231PS (R8)(AX*1), Y8, Y0
+	VFMADD231PS 32(R8)(AX*1), Y9, Y1
+	VFMADD231PS (R9)(AX*1), Y8, Y2
+	VFMADD231PS 32(R9)(AX*1), Y9, Y3
+	VFMADD231PS (R10)(AX*1), Y8, Y4
+	VFMADD231PS 32(R10)(AX*1), Y9, Y5
+	VFMADD231PS (R11)(AX*1), Y8, Y6
+	VFMADD231PS 32(R11)(AX*1), Y9, Y7
+	ADDQ        $32, SI
+	ADDQ        $64, AX
+	SUBQ        $16, CX
+	JMP         h4loop
+
+h4done:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DX)
+	VZEROUPPER
+	RET
+
+// Three rows' fp16 values (SI, R12, R13 at offset BX) times one input
+// (ACT at offset AX): FMAs into R0, R1, R2 (Y12–Y14 hold the converted
+// rows, Y15 the input).
+#define F16R3(ACT, R0, R1, R2) \
+	VMOVUPS     (ACT)(AX*1), Y15; \
+	VFMADD231PS Y15, Y12, R0; \
+	VFMADD231PS Y15, Y13, R1; \
+	VFMADD231PS Y15, Y14, R2
+
+// Four float32 sums A–D added across their lanes into 16 bytes at OUT.
+#define HSUM4(A, B, C, D, XA, XB, OUT) \
+	VHADDPS      B, A, A; \
+	VHADDPS      D, C, C; \
+	VHADDPS      C, A, A; \
+	VEXTRACTF128 $1, A, XB; \
+	VADDPS       XB, XA, XA; \
+	VMOVUPS      XA, OUT
+
+// func dotF16R3x4AVX2(w *byte, stride int, x0, x1, x2, x3 *float32, n int, out *float32)
+//
+// The products of three fp16 rows (stride bytes apart) with four inputs,
+// n a multiple of 8: twelve 8-lane accumulators (row r, input t in
+// Y(4r+t)), each converted row load serving four FMAs and each input load
+// three, so the inputs (read from the L2 cache for a tile of tokens) cost a
+// third of what dotF16x4AVX2's do per FMA. out[4r+t].
+TEXT ·dotF16R3x4AVX2(SB), NOSPLIT, $0-64
+	MOVQ   w+0(FP), SI
+	MOVQ   stride+8(FP), R12
+	MOVQ   x0+16(FP), R8
+	MOVQ   x1+24(FP), R9
+	MOVQ   x2+32(FP), R10
+	MOVQ   x3+40(FP), R11
+	MOVQ   n+48(FP), CX
+	MOVQ   out+56(FP), DX
+	LEAQ   (SI)(R12*2), R13
+	ADDQ   SI, R12
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	XORQ   AX, AX
+	XORQ   BX, BX
+
+r3loop:
+	CMPQ      CX, $8
+	JLT       r3done
+	VCVTPH2PS (SI)(BX*1), Y12
+	VCVTPH2PS (R12)(BX*1), Y13
+	VCVTPH2PS (R13)(BX*1), Y14
+	F16R3(R8, Y0, Y4, Y8)
+	F16R3(R9, Y1, Y5, Y9)
+	F16R3(R10, Y2, Y6, Y10)
+	F16R3(R11, Y3, Y7, Y11)
+	ADDQ      $16, BX
+	ADDQ      $32, AX
+	SUBQ      $8, CX
+	JMP       r3loop
+
+r3done:
+	HSUM4(Y0, Y1, Y2, Y3, X0, X1, (DX))
+	HSUM4(Y4, Y5, Y6, Y7, X4, X5, 16(DX))
+	HSUM4(Y8, Y9, Y10, Y11, X8, X9, 32(DX))
+	VZEROUPPER
+	RET
+
+// func axpyF32AVX2(y *float32, a float32, x *float32, n int)
+//
+// y += a·x, n a multiple of 16, one FMA (one rounding) per value.
+TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ         y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y2
+	MOVQ         x+16(FP), SI
+	MOVQ         n+24(FP), CX
+
+aloop:
+	CMPQ        CX, $16
+	JLT         adone
+	VMOVUPS     (DI), Y0
+	VMOVUPS     32(DI), Y1
+	VFMADD231PS (SI), Y2, Y0
+	VFMADD231PS 32(SI), Y2, Y1
+	VMOVUPS     Y0, (DI)
+	VMOVUPS     Y1, 32(DI)
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         aloop
+
+adone:
+	VZEROUPPER
+	RET
+
+// The fp16 d of the Q8_0 block at SI times the float32 at XD, broadcast
+// into DST (X5 clobbered).
+#define Q8D(XD, DST) \
+	MOVWLZX      (SI), AX; \
+	MOVQ         AX, X5; \
+	VCVTPH2PS    X5, X5; \
+	VMULSS       XD, X5, X5; \
+	VBROADCASTSS X5, DST
+
+// One Q8_0 block's levels (32 at 2(SI), made positive in Y2 with their
+// signs moved onto the input's) times the input at B, pair sums to int32,
+// to float32 in Y4.
+#define Q8SUM(B) \
+	VMOVDQU    B, Y1; \
+	VPSIGNB    Y0, Y1, Y1; \
+	VPMADDUBSW Y1, Y2, Y4; \
+	VPMADDWD   Y15, Y4, Y4; \
+	VCVTDQ2PS  Y4, Y4
+
+// func q8RawDot1AVX2(x *byte, b *int8, xd *float32, blocks int) float32
+//
+// Σ over the stored Q8_0 blocks x (34 bytes: fp16 d, 32 levels) of
+// (Σ levels·b)·(d·xd), d converted with VCVTPH2PS: no unpacked copy of the
+// row, for a generated token.
+TEXT ·q8RawDot1AVX2(SB), NOSPLIT, $0-36
+	MOVQ     x+0(FP), SI
+	MOVQ     b+8(FP), DI
+	MOVQ     xd+16(FP), R11
+	MOVQ     blocks+24(FP), CX
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	VXORPS   Y13, Y13, Y13
+
+q81loop:
+	TESTQ       CX, CX
+	JEQ         q81done
+	Q8D((R11), Y6)
+	VMOVDQU     2(SI), Y0
+	VPSIGNB     Y0, Y0, Y2
+	Q8SUM((DI))
+	VFMADD231PS Y6, Y4, Y13
+	ADDQ        $34, SI
+	ADDQ        $32, DI
+	ADDQ        $4, R11
+	DECQ        CX
+	JMP         q81loop
+
+q81done:
+	VEXTRACTF128 $1, Y13, X1
+	VADDPS       X1, X13, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+32(FP)
+	RET
+
+// func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float32)
+//
+// q8RawDot1AVX2 of one row with four inputs: each block's levels loaded,
+// made positive and its d converted once for the four.
+TEXT ·q8RawDot4AVX2(SB), NOSPLIT, $0-40
+	MOVQ     x+0(FP), SI
+	MOVQ     b+8(FP), AX
+	MOVQ     0(AX), R8
+	MOVQ     8(AX), R9
+	MOVQ     16(AX), R10
+	MOVQ     24(AX), R11
+	MOVQ     xd+16(FP), AX
+	MOVQ     0(AX), R12
+	MOVQ     8(AX), R13
+	MOVQ     16(AX), R14
+	MOVQ     24(AX), R15
+	MOVQ     blocks+24(FP), CX
+	MOVQ     out+32(FP), DX
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	VXORPS   Y8, Y8, Y8
+	VXORPS   Y9, Y9, Y9
+	VXORPS   Y10, Y10, Y10
+	VXORPS   Y11, Y11, Y11
+	XORQ     BX, BX
+
+q84loop:
+	TESTQ       CX, CX
+	JEQ         q84done
+	MOVWLZX     (SI), AX
+	MOVQ        AX, X5
+	VCVTPH2PS   X5, X5
+	VBROADCASTSS X5, Y7
+	VMOVDQU     2(SI), Y0
+	VPSIGNB     Y0, Y0, Y2
+	Q8SUM((R8))
+	VBROADCASTSS (R12)(BX*4), Y6
+	VMULPS      Y7, Y6, Y6
+	VFMADD231PS Y6, Y4, Y8
+	Q8SUM((R9))
+	VBROADCASTSS (R13)(BX*4), Y6
+	VMULPS      Y7, Y6, Y6
+	VFMADD231PS Y6, Y4, Y9
+	Q8SUM((R10))
+	VBROADCASTSS (R14)(BX*4), Y6
+	VMULPS      Y7, Y6, Y6
+	VFMADD231PS Y6, Y4, Y10
+	Q8SUM((R11))
+	VBROADCASTSS (R15)(BX*4), Y6
+	VMULPS      Y7, Y6, Y6
+	VFMADD231PS Y6, Y4, Y11
+	ADDQ        $34, SI
+	ADDQ        $32, R8
+	ADDQ        $32, R9
+	ADDQ        $32, R10
+	ADDQ        $32, R11
+	INCQ        BX
+	DECQ        CX
+	JMP         q84loop
+
+q84done:
+	HSUM4(Y8, Y9, Y10, Y11, X8, X9, (DX))
 	VZEROUPPER
 	RET

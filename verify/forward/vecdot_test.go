@@ -159,7 +159,8 @@ func TestI8Sums16(t *testing.T) {
 	}
 }
 
-// TestDotF32 checks the float32 products (FMA on amd64) against float64.
+// TestDotF32 checks the float32 products and axpyF32 (FMA on amd64)
+// against float64.
 func TestDotF32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{0, 1, 31, 32, 33, 64, 100, 1000, 4096} {
@@ -191,10 +192,20 @@ func TestDotF32(t *testing.T) {
 		if w1 := dotF32(a, c); math.Abs(float64(s1-w1)) > 1e-5*math.Max(1, math.Abs(float64(w1))) {
 			t.Errorf("n %d: dotF32x4 product 1 = %g, dotF32 %g", n, s1, w1)
 		}
+		// axpyF32 against float64, one rounding per value at most apart.
+		y := append([]float32(nil), c...)
+		axpyF32(y, 0.37, a)
+		for i := range y {
+			want := float64(c[i]) + 0.37*float64(a[i])
+			if math.Abs(float64(y[i])-want) > 1e-6*(math.Abs(float64(c[i]))+math.Abs(float64(a[i]))) {
+				t.Fatalf("n %d: axpyF32 value %d = %g, want %g", n, i, y[i], want)
+			}
+		}
 	}
 }
 
-// TestDotQ8K checks the fused products (dotQ8, dotQ8x4, dotK, q4kDot) (AVX2 on amd64) against their Go
+// TestDotQ8K checks the fused products (dotQ8, dotQ8x4, q8RawDot1,
+// q8RawDot4, dotK) (AVX2 on amd64) against their Go
 // forms: dotK exactly, dotQ8 within float32 rounding, on random levels
 // with the extremes, strides of packed levels and of Q8_0 blocks, every
 // group count from 0 to 13 and super-block count from 0 to 3.
@@ -234,6 +245,25 @@ func TestDotQ8K(t *testing.T) {
 				}
 			}
 			bs[2], xds[2] = b, xd
+			if stride == 34 {
+				// The stored Q8_0 blocks: a's levels after an fp16 d.
+				raw := make([]byte, 34*groups)
+				var rmag float64
+				for g := range groups {
+					le.PutUint16(raw[34*g:], quantize.FP32ToFP16(wd[g]))
+					copy(raw[34*g+2:34*g+34], a[g*stride:g*stride+32])
+					rmag += 32 * 128 * 127 * math.Abs(float64(half(raw[34*g:])*xd[g]))
+				}
+				if got, want := q8RawDot1(raw, b, xd), q8RawDotGeneric(raw, b, xd); math.Abs(float64(got-want)) > 1e-6*rmag {
+					t.Errorf("q8RawDot1, %d groups: %g, want %g", groups, got, want)
+				}
+				r4 := q8RawDot4(raw, bs, xds)
+				for i := range 4 {
+					if want := q8RawDotGeneric(raw, bs[i], xds[i]); math.Abs(float64(r4[i]-want)) > 1e-6*rmag*float64(i+1) {
+						t.Errorf("q8RawDot4, %d groups, input %d: %g, want %g", groups, i, r4[i], want)
+					}
+				}
+			}
 			s4 := dotQ8x4(a, stride, bs, wd, xds, sums)
 			for i := range 4 {
 				want := dotQ8Generic(a, stride, bs[i], wd, xds[i], sums)
@@ -268,15 +298,136 @@ func TestDotQ8K(t *testing.T) {
 				t.Errorf("dotK %d blocks: block %d = %d, want %d", blocks, i, got[i], want[i])
 			}
 		}
-		x := make([]byte, 144*blocks)
-		for i := range x {
-			x[i] = byte(rng.Uint32())
+	}
+}
+
+// TestKFused checks the fused Q4_K and Q6_K products (AVX2 on amd64)
+// against their Go forms, within float32 rounding: random blocks (every
+// level and scale bit random, mins and negative scales included), each
+// activation of random levels with the extremes, 0 to 4 super-blocks (the
+// bound: 1e-7 of the largest possible Σ|w·x|, far below a lane lost), the
+// four-activation form with activations spaced and in every position.
+func TestKFused(t *testing.T) { checkKFused(t) }
+
+// checkKFused is TestKFused with the kernels the build and CPU select
+// (vecdot_amd64_test.go runs it with each amd64 variant).
+func checkKFused(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K} {
+		for blocks := range 5 {
+			cols := 256 * blocks
+			var r qrow
+			row := randomBlocks(rng, typ, cols)
+			vecKernels[typ].unpack(&r, row, cols)
+			stride := blocks*q8KBytes + 8
+			a := make([]byte, 4*stride)
+			var mag float64
+			for t := range 4 {
+				for b := range blocks {
+					blk := a[t*stride+b*q8KBytes:]
+					d := float32(rng.ExpFloat64())
+					le.PutUint32(blk, math.Float32bits(d))
+					for i := range 256 {
+						v := int8(rng.IntN(256) - 128)
+						if t == 1 && b == 0 {
+							v = -128 // the largest magnitudes
+						}
+						blk[4+i] = byte(v)
+					}
+					for j := range 16 {
+						var s int16
+						for _, v := range blk[4+16*j : 20+16*j] {
+							s += int16(int8(v))
+						}
+						le.PutUint16(blk[260+2*j:], uint16(s))
+					}
+					k := vecKernels[typ].bytes
+					if typ == gguf.Q4_K {
+						mag += 256 * 128 * 64 * 16 * float64(d) * math.Abs(float64(half(row[b*k:])))
+						mag += 256 * 128 * 64 * float64(d) * math.Abs(float64(half(row[b*k+2:])))
+					} else {
+						mag += 256 * 128 * 128 * 64 * float64(d) * math.Abs(float64(half(row[b*k+208:])))
+					}
+				}
+			}
+			want := make([]float32, 4)
+			for t := range want {
+				if typ == gguf.Q4_K {
+					want[t] = q4kDotGeneric(row, a[t*stride:])
+				} else {
+					want[t] = q6kDotGeneric(row, a[t*stride:])
+				}
+			}
+			for n := 1; n <= 4; n++ {
+				got := make([]float32, n)
+				r.kf.rows(row, a, stride, n, got)
+				for i := range got {
+					if math.Abs(float64(got[i]-want[i])) > 1e-7*mag {
+						t.Errorf("%s, %d blocks, %d activations: product %d = %g, want %g", typ, blocks, n, i, got[i], want[i])
+					}
+				}
+			}
 		}
-		q4kDot(x, b, scales, got)
-		q4kDotGeneric(x, b, scales, want)
-		for i := range want {
-			if got[i] != want[i] {
-				t.Errorf("q4kDot %d blocks: block %d = %d, want %d", blocks, i, got[i], want[i])
+	}
+}
+
+// TestDotF16 checks the products on fp16 rows (VCVTPH2PS and FMA on amd64)
+// against float64, and those of three rows (stride apart) against the
+// one-row Go form,
+// for lengths around the kernels' steps, with the largest and smallest
+// fp16 values.
+func TestDotF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 100, 257, 1000, 4096} {
+		w := make([]byte, 2*n)
+		var x [4][]float32
+		for i := range x {
+			x[i] = make([]float32, n)
+		}
+		for i := range n {
+			v := float32(rng.NormFloat64())
+			switch i % 50 {
+			case 7:
+				v = 65504
+			case 8:
+				v = -6e-8
+			}
+			binary.LittleEndian.PutUint16(w[2*i:], quantize.FP32ToFP16(v))
+			for j := range x {
+				x[j][i] = float32(rng.NormFloat64()) / float32(j+1)
+			}
+		}
+		var got [4]float32
+		got[0], got[1], got[2], got[3] = dotF16x4(w, x[0], x[1], x[2], x[3])
+		// dotF16R3x4 with w as its middle row between two others.
+		w3 := make([]byte, 3*(2*n+6))
+		for i := range w3 {
+			w3[i] = byte(rng.IntN(256)) & 0xBF // bit 14 clear: |v| < 2
+		}
+		copy(w3[2*n+6:], w)
+		var r3 [12]float32
+		dotF16R3x4(w3, 2*n+6, n, x[0], x[1], x[2], x[3], &r3)
+		for j := range x {
+			var want, mag float64
+			for i := range n {
+				wi := float64(quantize.FP16ToFP32(binary.LittleEndian.Uint16(w[2*i:])))
+				want += wi * float64(x[j][i])
+				mag += math.Abs(wi * float64(x[j][i]))
+			}
+			if one := dotF16(w, x[j]); math.Abs(float64(one)-want) > 1e-6*mag {
+				t.Errorf("n %d: dotF16 = %g, want %g", n, one, want)
+			}
+			if math.Abs(float64(got[j])-want) > 1e-6*mag {
+				t.Errorf("n %d: dotF16x4 product %d = %g, want %g", n, j, got[j], want)
+			}
+			if math.Abs(float64(r3[4+j])-want) > 1e-6*mag {
+				t.Errorf("n %d: dotF16R3x4 row 1, input %d = %g, want %g", n, j, r3[4+j], want)
+			}
+			for _, r := range []int{0, 2} {
+				w := w3[r*(2*n+6) : r*(2*n+6)+2*n]
+				if one := dotF16Generic(w, x[j]); math.Abs(float64(r3[4*r+j]-one)) > 1e-5*(1+math.Abs(float64(one))) {
+					t.Errorf("n %d: dotF16R3x4 row %d, input %d = %g, dotF16 %g", n, r, j, r3[4*r+j], one)
+				}
 			}
 		}
 	}
