@@ -11,7 +11,12 @@
 # bytes / wall time), CPU seconds and MB per CPU-second (which a shared
 # machine distorts less than wall time), and peak RSS (GNU time).
 #
-# Usage: scripts/bench-convert.sh [LAYERS]   (needs ~3× the model size free in ${TMPDIR:-/tmp}, and GNU time)
+# With LLAMA_QUANTIZE naming llama.cpp's llama-quantize, it also times that
+# tool's F16 → Q4_K_M on ggufkit's F16 conversion (byte-identical with
+# convert_hf_to_gguf.py's) with 2 threads, the two-step route ggufkit's
+# one-pass `--outtype Q4_K_M` replaces, and cmps the two Q4_K_M files.
+#
+# Usage: [LLAMA_QUANTIZE=path] scripts/bench-convert.sh [LAYERS]   (needs ~3× the model size free in ${TMPDIR:-/tmp}, and GNU time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 layers=${1:-22}
@@ -49,6 +54,16 @@ run "dd bs=2M conv=fsync" dd if="$src" of="$tmp/copy.safetensors" bs=2M conv=fsy
 rm -f "$tmp/copy.safetensors"
 for t in bf16 f16 q8_0 Q4_K_M; do
 	run "convert --outtype $t" "$tmp/ggufkit" convert --quiet --outtype "$t" --outfile "$tmp/out-$t.gguf" "$tmp/model"
+	case $t in f16 | Q4_K_M) [ -n "${LLAMA_QUANTIZE:-}" ] && continue ;; esac
 	rm -f "$tmp/out-$t.gguf"
 done
+if [ -n "${LLAMA_QUANTIZE:-}" ]; then
+	run "llama-quantize F16 Q4_K_M" "$LLAMA_QUANTIZE" "$tmp/out-f16.gguf" "$tmp/llama-Q4_K_M.gguf" Q4_K_M 2
+	if cmp -s "$tmp/out-Q4_K_M.gguf" "$tmp/llama-Q4_K_M.gguf"; then
+		echo "# one-pass Q4_K_M and llama-quantize's Q4_K_M: identical"
+	else
+		echo "# one-pass Q4_K_M and llama-quantize's Q4_K_M DIFFER" >&2
+		exit 1
+	fi
+fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
