@@ -67,15 +67,7 @@ func (v *verifier) loadTokenizer() error {
 // ggufkit converts and verify/forward does not run, with what the blocks
 // are: verify checks their structure and tensors only, and says so.
 var recurrentArchs = map[string]string{
-	"qwen3next":     "gated delta net linear attention",
-	"qwen35":        "gated delta net linear attention",
-	"qwen35moe":     "gated delta net linear attention",
-	"lfm2":          "gated short convolutions",
-	"lfm2moe":       "gated short convolutions",
-	"jamba":         "Mamba blocks",
-	"granitehybrid": "Mamba-2 blocks",
-	"falcon-h1":     "Mamba-2 branches",
-	"kimi-linear":   "Kimi Delta Attention",
+	"kimi-linear": "Kimi Delta Attention",
 }
 
 // checkTensorSet compares the file's tensors with ExpectedTensors: every

@@ -151,6 +151,17 @@ type archInfo struct {
 	// runs it: absorbed into an MQA over the normalised latent and the
 	// rotated key part (see Session.mlaAttention).
 	mla bool
+	// gatedQ: the Q projection gives each head's query and then its
+	// output gate; sigmoid(gate) multiplies the attention output (qwen3next).
+	gatedQ bool
+	// recurrent is the kind of a hybrid's recurrent blocks.
+	recurrent recKind
+	// parallelMixer: every block runs attention and its recurrent mixer
+	// side by side on the normalised input and adds both (falcon-h1).
+	parallelMixer bool
+	// recurrentKV: the blocks with head_count_kv 0 are recurrent (lfm2's
+	// short convolutions).
+	recurrentKV bool
 
 	hparams func(c *Config, r *kvReader) error
 	tensors []rule
@@ -1216,6 +1227,26 @@ const (
 	dOutMLA              // n_head·n_embd_head_v_mla
 	dEmbd2               // 2·n_embd
 	dHeadsKV             // n_head_kv
+	dEmbd3               // 3·n_embd (lfm2's short-convolution in_proj)
+	dConvL               // the short convolution's kernel (shortconv.l_cache)
+	dQ2                  // 2·n_head·n_embd_head_k (query and gate)
+	// A hybrid's recurrent blocks (Mamba-2, gated delta net): the conv
+	// channels (d_inner + 2·n_group·d_state), d_inner, d_conv, dt_rank,
+	// 2·dt_rank, d_state, Mamba-2's in_proj (2·d_inner +
+	// 2·n_group·d_state + dt_rank), its group width (d_inner/n_group) and
+	// n_group, Mamba's 2·d_inner and dt_rank + 2·d_state, and 1.
+	dRecConv
+	dRecInner
+	dRecConvK
+	dRecHeads
+	dRecHeads2
+	dRecState
+	dRecIn2
+	dRecGroupW
+	dRecGroups
+	dRecInner2
+	dRecX
+	dOne
 	// gemma3n: n_altup, n_altup², n_altup − 1, laurel_rank, n_embd_altup
 	// and n_embd_altup·n_layer.
 	dAltup
@@ -1276,6 +1307,36 @@ func (c *Config) size(d dim) int64 {
 		return 2 * int64(c.Embd)
 	case dHeadsKV:
 		return int64(c.HeadsKV)
+	case dEmbd3:
+		return 3 * int64(c.Embd)
+	case dConvL:
+		return int64(c.ShortConv)
+	case dQ2:
+		return 2 * int64(c.headsQ())
+	case dRecConv:
+		return int64(c.rssm.convDim())
+	case dRecInner:
+		return int64(c.rssm.dInner)
+	case dRecConvK:
+		return int64(c.rssm.dConv)
+	case dRecHeads:
+		return int64(c.rssm.dtRank)
+	case dRecHeads2:
+		return 2 * int64(c.rssm.dtRank)
+	case dRecState:
+		return int64(c.rssm.dState)
+	case dRecIn2:
+		return int64(c.rssm.dInner + c.rssm.convDim() + c.rssm.dtRank)
+	case dRecGroupW:
+		return int64(c.rssm.dInner / c.rssm.nGroup)
+	case dRecGroups:
+		return int64(c.rssm.nGroup)
+	case dRecInner2:
+		return 2 * int64(c.rssm.dInner)
+	case dRecX:
+		return int64(c.rssm.dtRank + 2*c.rssm.dState)
+	case dOne:
+		return 1
 	case dAltup:
 		return int64(c.g3n.altup)
 	case dAltupSq:
@@ -1328,6 +1389,14 @@ const (
 	// onlyLayers64: a model of at least 64 blocks (command-r's Q/K norms,
 	// which Command R+ has and Command R has not).
 	onlyLayers64
+	// onlyAttn and onlyRecurrent: the attention and the recurrent blocks
+	// of a hybrid (hybrid.go).
+	onlyAttn
+	onlyRecurrent
+	// onlyRouted and onlyUnrouted: a block with or without ffn_gate_inp
+	// (jamba's loader decides by the tensor's presence).
+	onlyRouted
+	onlyUnrouted
 )
 
 // applies reports whether the rule is part of configuration c (for a
@@ -1350,15 +1419,22 @@ func (r rule) appliesAt(c *Config, il int) bool {
 		return c.Experts > 0 && (il < 0 || c.moeLayer(il)) && c.FFShared > 0
 	case onlyLayers64:
 		return c.Layers >= 64
+	case onlyAttn:
+		return il < 0 || !c.recurrent(il)
+	case onlyRecurrent:
+		return il < 0 || c.recurrent(il)
 	}
 	return true
 }
 
 // dense marks rules as those of a dense FFN.
-func dense(rs []rule) []rule {
+func dense(rs []rule) []rule { return scoped(rs, onlyDense) }
+
+// scoped restricts rules to the blocks of scope only.
+func scoped(rs []rule, only ruleScope) []rule {
 	out := make([]rule, len(rs))
 	for i, r := range rs {
-		r.only = onlyDense
+		r.only = only
 		out[i] = r
 	}
 	return out
@@ -1481,9 +1557,10 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 			add(b("embed_tokens.weight"), true, dEmbd, dVocab)
 			add(b("shared_head_head.weight"), true, dEmbd, dVocab)
 		}
+		routed := present(fmt.Sprintf("blk.%d.ffn_gate_inp.weight", il))
 		for _, r := range c.arch.tensors {
 			switch {
-			case !r.appliesAt(c, il):
+			case !r.appliesAt(c, il), r.only == onlyRouted && !routed, r.only == onlyUnrouted && routed:
 			case r.qkv:
 				in, q, k, v := r.dims[0], r.dims[1], r.dims[2], r.dims[3]
 				fused := fmt.Sprintf("blk.%d.attn_qkv.weight", il)

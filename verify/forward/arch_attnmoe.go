@@ -211,14 +211,24 @@ func granitemoeHparams(c *Config, r *kvReader) error {
 	if err := rmsEps(c, r); err != nil {
 		return err
 	}
+	return readGraniteScales(c, r, true)
+}
+
+// readGraniteScales reads granite's multipliers (the logit scale required
+// or not; absent, the logits are not divided) and the shared expert's
+// width.
+func readGraniteScales(c *Config, r *kvReader, logitRequired bool) error {
 	var logit, attn float32
-	if _, err := r.f32(r.key("logit_scale"), &logit, true); err != nil {
+	found, err := r.f32(r.key("logit_scale"), &logit, logitRequired)
+	if err != nil {
 		return err
 	}
-	if logit == 0 || math.IsInf(float64(logit), 0) || math.IsNaN(float64(logit)) {
+	if found && (logit == 0 || math.IsInf(float64(logit), 0) || math.IsNaN(float64(logit))) {
 		return fmt.Errorf("%w: %s logit_scale %g", ErrMetadata, c.Arch, logit)
 	}
-	c.LogitScale = 1 / logit // ggml_scale(cur, 1.0f/f_logit_scale)
+	if found {
+		c.LogitScale = 1 / logit // ggml_scale(cur, 1.0f/f_logit_scale)
+	}
 	if _, err := r.f32(r.key("residual_scale"), &c.ResidualScale, false); err != nil {
 		return err
 	}
@@ -248,6 +258,12 @@ func graniteHparams(c *Config, r *kvReader) error {
 	if err := granitemoeHparams(c, r); err != nil {
 		return err
 	}
+	return readRopeFinetuned(c, r)
+}
+
+// readRopeFinetuned reads granite's rope.scaling.finetuned (true unless
+// given): false turns RoPE off on every block.
+func readRopeFinetuned(c *Config, r *kvReader) error {
 	finetuned := true
 	if _, err := r.boolean(r.key("rope.scaling.finetuned"), &finetuned, false); err != nil {
 		return err

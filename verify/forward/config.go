@@ -137,6 +137,10 @@ type Config struct {
 	AttnTempScale, AttnTempOffset float32
 	AttnTempFloor                 int
 	TempLayers                    []bool
+	// Recurrent marks a hybrid's recurrent blocks (nil: none); ShortConv
+	// is lfm2's short-convolution kernel width (shortconv.l_cache).
+	Recurrent []bool
+	ShortConv int
 	// XIELU holds each block's xIELU parameters as ggml_xielu uses them:
 	// alpha_n, alpha_p, beta, eps (apertus).
 	XIELU [][4]float32
@@ -153,6 +157,10 @@ type Config struct {
 	ssm *ssmConfig
 	// rwkv holds rwkv6's and rwkv7's sizes (rwkv7.go).
 	rwkv *rwkvConfig
+	// rssm holds the sizes of a hybrid's Mamba-2 or gated delta net blocks
+	// (for the delta net: d_state is the head width, dt_rank the value
+	// heads, n_group the key heads).
+	rssm *ssmConfig
 }
 
 // kvReader reads keys with llama.cpp's type rules (llama_model_loader::get_key
@@ -343,7 +351,11 @@ func (c *Config) readCommon(r *kvReader) error {
 		return err
 	}
 	c.HeadsKV = c.Heads
-	if err := r.u32OrArr(r.key(gguf.SuffixHeadCountKV), &c.HeadsKV, c.Layers, false); err != nil {
+	if c.arch.recurrentKV {
+		if err := c.readRecurrentKV(r); err != nil {
+			return err
+		}
+	} else if err := r.u32OrArr(r.key(gguf.SuffixHeadCountKV), &c.HeadsKV, c.Layers, false); err != nil {
 		return err
 	}
 	if c.Heads <= 0 || c.HeadsKV <= 0 || c.Heads%c.HeadsKV != 0 {

@@ -7,13 +7,15 @@
 // seed_oss (arch_attnmoe.go), and olmo, olmo2, command-r, phi2, stablelm,
 // falcon, starcoder, chatglm and gemma3n, the state-space models mamba
 // and mamba2 (ssm.go), the recurrent rwkv6, rwkv6qwen2 and rwkv7 (rwkv6.go,
-// rwkv7.go), and the encoders (encoder.go: bert, nomic-bert, nomic-bert-moe,
-// jina-bert-v2, eurobert, modern-bert, neo-bert) (src/models/*.cpp of
-// llama.cpp commit 0c1e570), so that verify can run a GGUF and its source
-// side by side. vision.go runs the vision towers of multimodal projector
-// files (tools/mtmd/models/*.cpp: Gemma 3, Qwen2-VL, Qwen2.5-VL, Qwen3-VL,
-// Pixtral / Mistral 3) on a preprocessed image; their weights are decoded to
-// float32 and multiplied in float32.
+// rwkv7.go), the hybrids of attention and recurrent blocks lfm2, lfm2moe,
+// granitehybrid, jamba and falcon-h1 (hybrid.go), qwen3next, qwen35 and
+// qwen35moe (deltanet.go), and the encoders (encoder.go: bert, nomic-bert,
+// nomic-bert-moe, jina-bert-v2, eurobert, modern-bert, neo-bert)
+// (src/models/*.cpp of llama.cpp commit 0c1e570), so that verify can run a
+// GGUF and its source side by side. vision.go runs the vision towers of
+// multimodal projector files (tools/mtmd/models/*.cpp: Gemma 3, Qwen2-VL,
+// Qwen2.5-VL, Qwen3-VL, Pixtral / Mistral 3) on a preprocessed image; their
+// weights are decoded to float32 and multiplied in float32.
 //
 // A model is described by GGUF metadata (ParseConfig reads it the way
 // llama_model_base::load_hparams and each load_arch_hparams do, with the same

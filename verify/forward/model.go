@@ -89,6 +89,9 @@ type layer struct {
 
 	// Falcon-40B's separate norm of the attention input.
 	attnNorm2, attnNorm2B []float32
+
+	// rec holds a hybrid's recurrent block (ssm.go, hybrid.go).
+	rec *ssmLayer
 }
 
 // Config returns the model's configuration.
@@ -239,6 +242,9 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 	set(&m.tokEmbd, "token_embd.weight")
 	set(&m.posEmbd, "position_embd.weight")
 	set(&m.outNorm, "output_norm.weight")
+	if m.outNorm == nil {
+		set(&m.outNorm, "token_embd_norm.weight") // LLM_TENSOR_OUTPUT_NORM_LFM2
+	}
 	set(&m.outNormB, "output_norm.bias")
 	set(&m.output, "output.weight")
 	set(&m.outputB, "output.bias")
@@ -279,6 +285,9 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		} else {
 			set(&ly.attnPost, b("post_attention_norm.weight"))
 			set(&ly.ffnNorm, b("ffn_norm.weight"))
+			if ly.ffnNorm == nil {
+				set(&ly.ffnNorm, b("ffn_norm")) // falcon-h1's, without .weight
+			}
 		}
 		set(&ly.ffnNormB, b("ffn_norm.bias"))
 		set(&ly.gate, b("ffn_gate.weight"))
@@ -312,6 +321,10 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.bGateExps, b("ffn_gate_exps.bias"))
 		set(&ly.bUpExps, b("ffn_up_exps.bias"))
 		set(&ly.bDownExps, b("ffn_down_exps.bias"))
+		if err == nil && cfg.recurrent(il) {
+			ly.rec = &ssmLayer{}
+			err = l.recurrentLayer(il, ly.rec)
+		}
 		if err != nil {
 			return nil, err
 		}

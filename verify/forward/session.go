@@ -18,12 +18,12 @@ type Session struct {
 	m        *Model
 	capacity int
 	n        int
-	k, v     [][]float32 // per layer: capacity rows of HeadsKV·HeadDimK (·HeadDimV)
-	factors  []float32   // RoPE frequency factors in use, or nil
-	bufs     [][]float32 // per-worker scratch
-	ssm      *ssmState   // the recurrent state of mamba and mamba2 (ssm.go)
-	rwkv     *rwkvState  // the recurrent state of rwkv6 and rwkv7 (rwkv7.go)
-	mm       mulScratch  // the products' unpacked rows and converted inputs (matmul.go)
+	k, v     [][]float32     // per layer: capacity rows of HeadsKV·HeadDimK (·HeadDimV)
+	factors  []float32       // RoPE frequency factors in use, or nil
+	bufs     [][]float32     // per-worker scratch
+	recr     *recurrentState // the recurrent blocks' state (ssm.go, hybrid.go)
+	rwkv     *rwkvState      // the recurrent state of rwkv6 and rwkv7 (rwkv7.go)
+	mm       mulScratch      // the products' unpacked rows and converted inputs (matmul.go)
 }
 
 // NewSession prepares a session for up to capacity tokens.
@@ -36,10 +36,15 @@ func (m *Model) NewSession(capacity int) (*Session, error) {
 		if c.rwkv != nil {
 			return &Session{m: m, capacity: capacity, rwkv: newRWKVState(c)}, nil
 		}
-		return &Session{m: m, capacity: capacity, ssm: newSSMState(c)}, nil
+		return &Session{m: m, capacity: capacity, recr: newSSMState(c)}, nil
 	}
 	// kvWidth is a layer's key and value widths (gemma4's differ by layer).
-	kvWidth := func(il int) (int, int) { return c.kvDimK(), c.kvDimV() }
+	kvWidth := func(il int) (int, int) {
+		if c.recurrent(il) && !c.arch.parallelMixer {
+			return 0, 0 // a hybrid's recurrent block keeps no keys and values
+		}
+		return c.kvDimK(), c.kvDimV()
+	}
 	if c.g4 != nil {
 		kvWidth = func(il int) (int, int) { w := c.g4.headsKV[il] * c.g4.headDim[il]; return w, w }
 	}
@@ -48,7 +53,7 @@ func (m *Model) NewSession(capacity int) (*Session, error) {
 		wk, wv := kvWidth(il)
 		per += int64(wk+wv) * 4
 	}
-	if capacity <= 0 || int64(capacity) > maxCacheBytes/per {
+	if capacity <= 0 || int64(capacity) > maxCacheBytes/max(per, 1) {
 		return nil, fmt.Errorf("%w: context of %d tokens (the cache would need more than %d bytes)", ErrUnsupported, capacity, int64(maxCacheBytes))
 	}
 	if m.posEmbd != nil && capacity > c.CtxTrain {
@@ -69,6 +74,9 @@ func (m *Model) NewSession(capacity int) (*Session, error) {
 		s.k[il] = make([]float32, capacity*wk)
 		s.v[il] = make([]float32, capacity*wv)
 	}
+	if c.Recurrent != nil {
+		s.recr = newRecurrentState(c)
+	}
 	return s, nil
 }
 
@@ -79,8 +87,8 @@ func (s *Session) Len() int { return s.n }
 func (s *Session) Truncate(n int) {
 	if n >= 0 && n < s.n {
 		s.n = n
-		if s.ssm != nil {
-			s.ssm.stale = true
+		if s.recr != nil {
+			s.recr.stale = true
 		}
 		if s.rwkv != nil {
 			s.rwkv.stale = true
@@ -120,6 +128,11 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 	if len(tokens) > s.capacity-s.n {
 		return nil, fmt.Errorf("forward: %d tokens do not fit: %d of %d positions used", len(tokens), s.n, s.capacity)
 	}
+	if s.recr != nil && s.recr.stale {
+		if err := s.replay(ctx); err != nil {
+			return nil, err
+		}
+	}
 	x := rows(len(tokens), c.Embd)
 	for t, id := range tokens {
 		if id < 0 || id >= c.Vocab {
@@ -153,7 +166,7 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 			return nil, err
 		}
 	case m.ssm != nil:
-		if err := s.evalSSM(ctx, tokens, x); err != nil {
+		if err := s.evalSSM(ctx, x); err != nil {
 			return nil, err
 		}
 	case m.rwkv != nil || m.rwkv6 != nil:
@@ -172,6 +185,9 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 		}
 	}
 	s.n += len(tokens)
+	if s.recr != nil {
+		s.recr.tokens = append(s.recr.tokens, tokens...)
+	}
 	if !all {
 		x = x[len(x)-1:]
 	}
@@ -237,12 +253,26 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 		s.preNorm(attnIn, x, ly.attnNorm2, ly.attnNorm2B)
 	}
 	attn := s.selfAttention
-	if c.arch.mla {
+	switch {
+	case c.arch.mla:
 		attn = s.mlaAttention
+	case c.recurrent(il) && !c.arch.parallelMixer:
+		attn = s.mixer()
 	}
 	o, err := attn(ctx, il, ly, attnIn)
 	if err != nil {
 		return err
+	}
+	if c.arch.parallelMixer {
+		m, err := s.mixer()(ctx, il, ly, attnIn)
+		if err != nil {
+			return err
+		}
+		for t := range o {
+			for i, v := range m[t] {
+				o[t][i] += v
+			}
+		}
 	}
 	if c.ParallelResidual || (c.arch.parallelWithoutFFNNorm && ly.ffnNorm == nil) {
 		// x + ffn(ln2(x)) + attn(ln1(x)), added in the graph's order; with
@@ -304,9 +334,17 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]float32) ([][]float32, error) {
 	c := s.m.cfg
 	T := len(h)
-	q, k, v := rows(T, c.headsQ()), rows(T, c.kvDimK()), rows(T, c.kvDimV())
+	qw := c.headsQ()
+	if c.arch.gatedQ {
+		qw *= 2
+	}
+	q, k, v := rows(T, qw), rows(T, c.kvDimK()), rows(T, c.kvDimV())
 	if err := s.qkv(ctx, ly, h, q, k, v); err != nil {
 		return nil, err
+	}
+	var gate [][]float32
+	if c.arch.gatedQ {
+		q, gate = splitQueryGate(q, c.Heads, c.HeadDimK)
 	}
 	if !c.arch.qkNormAfterRope {
 		s.qkNorm(q, ly.qNorm, c.Heads)
@@ -372,6 +410,11 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 	att := rows(T, c.outDimV())
 	if err := s.attention(ctx, il, q, att); err != nil {
 		return nil, err
+	}
+	for t := range gate {
+		for i, g := range gate[t] {
+			att[t][i] *= sigmoid(g)
+		}
 	}
 	o := rows(T, c.Embd)
 	if err := s.mul(ctx, ly.wo, ly.bo, att, o); err != nil {

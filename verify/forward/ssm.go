@@ -16,7 +16,7 @@ import (
 // gates with silu(z), and (Mamba-2) RMS-normalises the result per group
 // before the output projection and the residual add. The recurrent state
 // replaces the attention cache: a Session keeps the tokens it has seen and
-// rebuilds the state when it is cut back.
+// rebuilds the state when it is cut back (hybrid.go's recurrentState).
 
 // ssmConfig holds the state-space hyperparameters (llama_hparams' ssm_*).
 type ssmConfig struct {
@@ -60,22 +60,14 @@ func parseSSM(r *kvReader) (*Config, error) {
 	if c.Layers <= 0 || c.Layers > maxLayers {
 		return nil, fmt.Errorf("%w: %s = %d (must be 1..%d)", ErrMetadata, r.key(gguf.SuffixBlockCount), c.Layers, maxLayers)
 	}
-	s := &ssmConfig{mamba2: r.arch == "mamba2"}
-	for _, k := range []struct {
-		suffix string
-		dst    *int
-	}{{"ssm.conv_kernel", &s.dConv}, {"ssm.inner_size", &s.dInner}, {"ssm.state_size", &s.dState}, {"ssm.time_step_rank", &s.dtRank}} {
-		if _, err := r.u32(r.key(k.suffix), k.dst, true); err != nil {
-			return nil, err
-		}
-	}
-	s.nGroup = 1
-	if s.mamba2 {
-		if _, err := r.u32(r.key("ssm.group_count"), &s.nGroup, true); err != nil {
-			return nil, err
-		}
-	} else if _, err := r.boolean(r.key("ssm.dt_b_c_rms"), &s.dtBCRms, false); err != nil {
+	s, err := readSSMSizes(r, r.arch == "mamba2")
+	if err != nil {
 		return nil, err
+	}
+	if !s.mamba2 {
+		if _, err := r.boolean(r.key("ssm.dt_b_c_rms"), &s.dtBCRms, false); err != nil {
+			return nil, err
+		}
 	}
 	if err := rmsEps(c, r); err != nil {
 		return nil, err
@@ -83,26 +75,43 @@ func parseSSM(r *kvReader) (*Config, error) {
 	if err := c.readVocab(r); err != nil {
 		return nil, err
 	}
-	const maxDim = 1 << 20
-	for _, v := range []struct {
-		name string
-		n    int
-	}{{"ssm.conv_kernel", s.dConv}, {"ssm.inner_size", s.dInner}, {"ssm.state_size", s.dState}, {"ssm.time_step_rank", s.dtRank}, {"ssm.group_count", s.nGroup}} {
-		if v.n <= 0 || v.n > maxDim {
-			return nil, fmt.Errorf("%w: %s = %d (must be 1..%d)", ErrMetadata, r.key(v.name), v.n, maxDim)
-		}
-	}
-	switch {
-	case !s.mamba2 && s.dInner != 2*c.Embd:
+	if !s.mamba2 && s.dInner != 2*c.Embd {
 		// llama_model_mamba::load_arch_tensors.
 		return nil, fmt.Errorf("%w: %s = %d: only an expansion factor of 2 is supported (2 × %d)", ErrMetadata, r.key("ssm.inner_size"), s.dInner, c.Embd)
-	case s.mamba2 && (s.dInner%s.dtRank != 0 || s.dInner%s.nGroup != 0 || s.dtRank%s.nGroup != 0):
-		// build_mamba2_layer's GGML_ASSERTs (and the scan's head-to-group map).
-		return nil, fmt.Errorf("%w: %s = %d is not divisible by %s = %d and %s = %d", ErrMetadata,
-			r.key("ssm.inner_size"), s.dInner, r.key("ssm.time_step_rank"), s.dtRank, r.key("ssm.group_count"), s.nGroup)
 	}
 	c.ssm = s
 	return c, nil
+}
+
+// readSSMSizes reads the ssm.* sizes (the group count for Mamba-2 only,
+// else 1) and checks them: each 1..2²⁰, and for Mamba-2 build_mamba2_layer's
+// GGML_ASSERTs (and the scan's head-to-group map).
+func readSSMSizes(r *kvReader, mamba2 bool) (*ssmConfig, error) {
+	s := &ssmConfig{mamba2: mamba2, nGroup: 1}
+	keys := []struct {
+		suffix string
+		dst    *int
+	}{{"ssm.conv_kernel", &s.dConv}, {"ssm.inner_size", &s.dInner}, {"ssm.state_size", &s.dState}, {"ssm.time_step_rank", &s.dtRank}}
+	if mamba2 {
+		keys = append(keys, struct {
+			suffix string
+			dst    *int
+		}{"ssm.group_count", &s.nGroup})
+	}
+	const maxDim = 1 << 20
+	for _, k := range keys {
+		if _, err := r.u32(r.key(k.suffix), k.dst, true); err != nil {
+			return nil, err
+		}
+		if *k.dst <= 0 || *k.dst > maxDim {
+			return nil, fmt.Errorf("%w: %s = %d (must be 1..%d)", ErrMetadata, r.key(k.suffix), *k.dst, maxDim)
+		}
+	}
+	if mamba2 && (s.dInner%s.dtRank != 0 || s.dInner%s.nGroup != 0 || s.dtRank%s.nGroup != 0) {
+		return nil, fmt.Errorf("%w: %s = %d is not divisible by %s = %d and %s = %d", ErrMetadata,
+			r.key("ssm.inner_size"), s.dInner, r.key("ssm.time_step_rank"), s.dtRank, r.key("ssm.group_count"), s.nGroup)
+	}
+	return s, nil
 }
 
 // ssmTensors is load_arch_tensors of mamba and mamba2.
@@ -145,12 +154,18 @@ func (c *Config) ssmTensors() []TensorSpec {
 	return out
 }
 
-// ssmLayer holds one Mamba block's weights.
+// ssmLayer holds one recurrent block's weights: a Mamba or Mamba-2 block,
+// a gated delta net (in is attn_qkv) or a short convolution (in and out
+// are shortconv.in_proj and out_proj, conv its kernel).
 type ssmLayer struct {
-	attnNorm           []float32
-	in, x, dt, out     *matrix
-	conv, convB        []float32 // [convDim][dConv], [convDim]
-	dtB, a, d, ssmNorm []float32
+	attnNorm       []float32
+	in, x, dt, out *matrix
+	// The delta net's z, β and α projections (or qwen3next's joint ba).
+	gateZ, beta, alpha, ba *matrix
+	conv, convB            []float32 // [convDim][dConv], [convDim]
+	dtB, a, d, ssmNorm     []float32
+	// Jamba's norms of Δ, B and C.
+	dtNorm, bNorm, cNorm []float32
 }
 
 // loadSSM reads a Mamba model's tensors (shapes checked by l).
@@ -182,32 +197,11 @@ func loadSSM(cfg *Config, w Weights, threads int) (*Model, error) {
 	}
 	m.ssm = make([]ssmLayer, cfg.Layers)
 	for il := range m.ssm {
-		ly := &m.ssm[il]
-		b := func(s string) string { return fmt.Sprintf("blk.%d.%s", il, s) }
-		vec(&ly.attnNorm, b("attn_norm.weight"))
-		mat(&ly.in, b("ssm_in.weight"))
-		mat(&ly.x, b("ssm_x.weight"))
-		mat(&ly.dt, b("ssm_dt.weight"))
-		mat(&ly.out, b("ssm_out.weight"))
-		vec(&ly.conv, b("ssm_conv1d.weight"))
-		vec(&ly.convB, b("ssm_conv1d.bias"))
-		vec(&ly.dtB, b("ssm_dt.bias"))
-		vec(&ly.a, b("ssm_a"))
-		vec(&ly.d, b("ssm_d"))
-		vec(&ly.ssmNorm, b("ssm_norm.weight"))
-		if err != nil {
+		if err := l.recurrentLayer(il, &m.ssm[il]); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
-}
-
-// ssmState is a session's recurrent state: per layer the last d_conv − 1
-// convolution inputs and the scan state, plus the tokens evaluated (to
-// rebuild the state after a Truncate).
-type ssmState struct {
-	conv, scan [][]float32
-	replayLog
 }
 
 // replayLog is the part of a recurrent state that lets a session rebuild
@@ -239,9 +233,41 @@ func (r *replayLog) rebuild(ctx context.Context, s *Session, reset func(), eval 
 	return eval(ctx, kept, h)
 }
 
-func newSSMState(c *Config) *ssmState {
+// recurrentLayer reads block il's recurrent weights into ly: those of the
+// architecture's tensor table (the loader skips the others).
+func (l *loader) recurrentLayer(il int, ly *ssmLayer) error {
+	var err error
+	b := func(s string) string { return fmt.Sprintf("blk.%d.%s", il, s) }
+	for _, v := range []struct {
+		dst  *[]float32
+		name string
+	}{{&ly.attnNorm, "attn_norm.weight"}, {&ly.conv, "ssm_conv1d.weight"}, {&ly.convB, "ssm_conv1d.bias"},
+		{&ly.dtB, "ssm_dt.bias"}, {&ly.a, "ssm_a"}, {&ly.d, "ssm_d"}, {&ly.ssmNorm, "ssm_norm.weight"},
+		{&ly.dtNorm, "ssm_dt_norm.weight"}, {&ly.bNorm, "ssm_b_norm.weight"}, {&ly.cNorm, "ssm_c_norm.weight"},
+		{&ly.conv, "shortconv.conv.weight"}} {
+		if *v.dst == nil && err == nil {
+			*v.dst, err = l.vec(b(v.name))
+		}
+	}
+	for _, m := range []struct {
+		dst  **matrix
+		name string
+	}{{&ly.in, "ssm_in.weight"}, {&ly.x, "ssm_x.weight"}, {&ly.dt, "ssm_dt.weight"}, {&ly.out, "ssm_out.weight"},
+		{&ly.in, "attn_qkv.weight"}, {&ly.gateZ, "attn_gate.weight"}, {&ly.beta, "ssm_beta.weight"},
+		{&ly.alpha, "ssm_alpha.weight"}, {&ly.ba, "ssm_ba.weight"},
+		{&ly.in, "shortconv.in_proj.weight"}, {&ly.out, "shortconv.out_proj.weight"}} {
+		if *m.dst == nil && err == nil {
+			*m.dst, err = l.mat(b(m.name))
+		}
+	}
+	return err
+}
+
+// newSSMState is a Mamba session's recurrent state: per layer the last
+// d_conv − 1 convolution inputs and the scan state.
+func newSSMState(c *Config) *recurrentState {
 	s := c.ssm
-	st := &ssmState{conv: make([][]float32, c.Layers), scan: make([][]float32, c.Layers)}
+	st := &recurrentState{conv: make([][]float32, c.Layers), scan: make([][]float32, c.Layers)}
 	for il := range st.conv {
 		st.conv[il] = make([]float32, (s.dConv-1)*s.convDim())
 		st.scan[il] = make([]float32, s.dInner*s.dState)
@@ -249,41 +275,46 @@ func newSSMState(c *Config) *ssmState {
 	return st
 }
 
-func (st *ssmState) reset() {
-	for il := range st.conv {
-		clear(st.conv[il])
-		clear(st.scan[il])
-	}
-}
-
 // evalSSM runs the Mamba blocks over x (the new tokens' embeddings) in
-// place, after rebuilding a stale state from the kept tokens.
-func (s *Session) evalSSM(ctx context.Context, tokens []int, x [][]float32) error {
-	st := s.ssm
-	if err := st.rebuild(ctx, s, st.reset, s.evalSSM); err != nil {
-		return err
-	}
+// place.
+func (s *Session) evalSSM(ctx context.Context, x [][]float32) error {
 	for il := range s.m.ssm {
 		if err := s.ssmBlock(ctx, il, x); err != nil {
 			return err
 		}
 	}
-	st.tokens = append(st.tokens, tokens...)
 	return nil
 }
 
 // ssmBlock is one block: x += out(mamba(rms_norm(x))).
 func (s *Session) ssmBlock(ctx context.Context, il int, x [][]float32) error {
-	c, sc := s.m.cfg, s.m.cfg.ssm
+	c := s.m.cfg
 	ly := &s.m.ssm[il]
-	n := len(x)
-	h := rows(n, c.Embd)
+	h := rows(len(x), c.Embd)
 	for t := range x {
 		rmsNorm(h[t], x[t], ly.attnNorm, c.NormEps)
 	}
+	out, err := s.mamba(ctx, c.ssm, ly, s.recr.conv[il], s.recr.scan[il], h)
+	if err != nil {
+		return err
+	}
+	for t := range x {
+		for i := range x[t] {
+			x[t][i] += out[t][i]
+		}
+	}
+	return nil
+}
+
+// mamba is a Mamba or Mamba-2 mixer (build_mamba_layer,
+// build_mamba2_layer) on h (already normalised), with its conv and scan
+// states; it returns the output projection.
+func (s *Session) mamba(ctx context.Context, sc *ssmConfig, ly *ssmLayer, conv, scan []float32, h [][]float32) ([][]float32, error) {
+	c := s.m.cfg
+	n := len(h)
 	proj := rows(n, ly.in.rows)
 	if err := s.mul(ctx, ly.in, nil, h, proj); err != nil {
-		return err
+		return nil, err
 	}
 	di, cd, nh := sc.dInner, sc.convDim(), sc.heads()
 	// The projection is z | x (Mamba) or z | xBC | dt (Mamba-2).
@@ -298,7 +329,15 @@ func (s *Session) ssmBlock(ctx context.Context, il int, x [][]float32) error {
 			z[t] = proj[t][di : 2*di]
 		}
 	}
-	s.ssmConv(il, ly, xc)
+	causalConv(conv, ly.conv, sc.dConv, xc)
+	for t := range xc {
+		for ch, v := range xc[t] {
+			if ly.convB != nil {
+				v += ly.convB[ch]
+			}
+			xc[t][ch] = silu(v)
+		}
+	}
 	xs := make([][]float32, n)
 	bs := make([][]float32, n)
 	cs := make([][]float32, n)
@@ -316,7 +355,7 @@ func (s *Session) ssmBlock(ctx context.Context, il int, x [][]float32) error {
 	} else {
 		xdb := rows(n, ly.x.rows)
 		if err := s.mul(ctx, ly.x, nil, xc, xdb); err != nil {
-			return err
+			return nil, err
 		}
 		r, ds := sc.dtRank, sc.dState
 		low := rows(n, r)
@@ -325,18 +364,24 @@ func (s *Session) ssmBlock(ctx context.Context, il int, x [][]float32) error {
 			copy(low[t], xdb[t][:r])
 			bs[t] = xdb[t][r : r+ds]
 			cs[t] = xdb[t][r+ds:]
-			if sc.dtBCRms {
+			switch {
+			case ly.dtNorm != nil:
+				// Jamba's weighted norms of Δ, B and C.
+				rmsNorm(low[t], low[t], ly.dtNorm, c.NormEps)
+				rmsNorm(bs[t], bs[t], ly.bNorm, c.NormEps)
+				rmsNorm(cs[t], cs[t], ly.cNorm, c.NormEps)
+			case sc.dtBCRms:
 				rmsNormPlain(low[t], low[t], c.NormEps)
 				rmsNormPlain(bs[t], bs[t], c.NormEps)
 				rmsNormPlain(cs[t], cs[t], c.NormEps)
 			}
 		}
 		if err := s.mul(ctx, ly.dt, ly.dtB, low, dt); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	y := rows(n, di)
-	s.ssmScan(il, ly, xs, dt, bs, cs, y)
+	ssmScan(sc, ly, scan, xs, dt, bs, cs, y)
 	hd := di / nh
 	for t := range y {
 		for i := range y[t] {
@@ -352,37 +397,29 @@ func (s *Session) ssmBlock(ctx context.Context, il int, x [][]float32) error {
 	}
 	out := rows(n, c.Embd)
 	if err := s.mul(ctx, ly.out, nil, y, out); err != nil {
-		return err
+		return nil, err
 	}
-	for t := range x {
-		for i := range x[t] {
-			x[t][i] += out[t][i]
-		}
-	}
-	return nil
+	return out, nil
 }
 
-// ssmConv is ggml_ssm_conv + bias + silu over the rows of xc in place:
-// each channel's output is the dot product of its kernel with its last
-// d_conv inputs (the conv state, then the new ones); the state keeps the
-// last d_conv − 1.
-func (s *Session) ssmConv(il int, ly *ssmLayer, xc [][]float32) {
-	sc := s.m.cfg.ssm
-	k, cd := sc.dConv, sc.convDim()
-	state := s.ssm.conv[il] // [cd][k-1]
+// causalConv is ggml_ssm_conv over the rows of xc in place: each channel's
+// output is the dot product of its kernel (k taps, oldest first) with its
+// last k inputs (the state, then the new one); state ([channel][k−1])
+// keeps the last k − 1.
+func causalConv(state, kernel []float32, k int, xc [][]float32) {
 	win := make([]float32, k)
 	for t := range xc {
-		for ch := range cd {
+		for ch := range xc[t] {
 			st := state[ch*(k-1) : (ch+1)*(k-1)]
 			copy(win, st)
 			win[k-1] = xc[t][ch]
-			w := ly.conv[ch*k : (ch+1)*k]
+			w := kernel[ch*k : (ch+1)*k]
 			var sum float32
 			for j := range k {
 				sum += win[j] * w[j]
 			}
 			copy(st, win[1:])
-			xc[t][ch] = silu(sum + ly.convB[ch])
+			xc[t][ch] = sum
 		}
 	}
 }
@@ -390,11 +427,10 @@ func (s *Session) ssmConv(il int, ly *ssmLayer, xc [][]float32) {
 // ssmScan is ggml_ssm_scan: per head, Δ = softplus(dt), and per value and
 // state dimension state = state·exp(Δ·A) + B·x·Δ, y = Σ state·C, with B
 // and C of the head's group.
-func (s *Session) ssmScan(il int, ly *ssmLayer, xs, dt, bs, cs, y [][]float32) {
-	sc := s.m.cfg.ssm
+func ssmScan(sc *ssmConfig, ly *ssmLayer, state []float32, xs, dt, bs, cs, y [][]float32) {
 	nh, ds := sc.heads(), sc.dState
 	hd := sc.dInner / nh
-	state := s.ssm.scan[il] // [nh][hd][ds]
+	// state is [nh][hd][ds].
 	for t := range xs {
 		for h := range nh {
 			delta := softplus(dt[t][h])

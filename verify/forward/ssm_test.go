@@ -2,9 +2,10 @@ package forward
 
 import "testing"
 
-// TestSSMFamilies runs Mamba, Falcon-Mamba, Mamba-2, RWKV-7 and RWKV-6 on
-// their convert fixtures and compares the logits with transformers' (within
-// 1e-5 relative, as the attention families here).
+// TestSSMFamilies runs Mamba, Falcon-Mamba, Mamba-2, RWKV-7, RWKV-6 and
+// the hybrids of attention and recurrent blocks on their convert fixtures
+// and compares the logits with transformers' (within 1e-5 relative, as the
+// attention families here).
 func TestSSMFamilies(t *testing.T) {
 	tests := []struct {
 		fixture, arch string
@@ -22,6 +23,16 @@ func TestSSMFamilies(t *testing.T) {
 		{"rwkv7fla", "rwkv7", 1e-5},
 		{"rwkv6", "rwkv6", 1e-5},
 		{"rwkv6qwen2", "rwkv6qwen2", 1e-5},
+		{"lfm2", "lfm2", 1e-5},
+		{"lfm2moe", "lfm2moe", 1e-5},
+		{"qwen3next", "qwen3next", 1e-5},
+		{"qwen35", "qwen35", 1e-5},
+		// 2 key heads, 4 value heads: the tiled value-head order.
+		{"qwen35gqa", "qwen35", 1e-5},
+		{"qwen35moe", "qwen35moe", 1e-5},
+		{"granitehybrid", "granitehybrid", 1e-5},
+		{"jamba", "jamba", 1e-5},
+		{"falconh1", "falcon-h1", 1e-5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
