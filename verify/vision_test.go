@@ -42,6 +42,8 @@ func TestVisionForward(t *testing.T) {
 		{"qwen3vl", 10},
 		{"mistral3", 10},
 		{"pixtral", 10},
+		{"smolvlm", 10},
+		{"lfm2vl", 10},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()

@@ -20,6 +20,8 @@ const (
 	projQwen25  = "qwen2.5vl_merger"
 	projQwen3   = "qwen3vl_merger"
 	projPixtral = "pixtral"
+	projIdefics = "idefics3"
+	projLFM2    = "lfm2"
 )
 
 // VisionProjectors are the clip.projector_type values Vision runs:
@@ -30,8 +32,11 @@ const (
 // (clip_graph_qwen3vl), and the Pixtral / Mistral 3 tower
 // (LlavaForConditionalGeneration and Mistral3ForConditionalGeneration
 // conversions: 2-D RoPE, SwiGLU, optional patch merger, two-layer
-// projector; clip_graph_pixtral).
-var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral}
+// projector; clip_graph_pixtral), and the SigLIP towers of SmolVLM /
+// Idefics3 (pixel shuffle, one linear map) and LFM2-VL (position table
+// resized to the image, pixel unshuffle, LayerNorm and two-layer
+// projector; clip_graph_siglip).
+var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2}
 
 // Bounds of a tower's image geometry.
 const (
@@ -60,8 +65,10 @@ type VisionConfig struct {
 	Mean, Std [3]float32
 	act       visionAct
 	// Merge is Gemma 3's pooling kernel (clip.vision.projector.scale_factor,
-	// default 4) or the side of the Qwen towers' and Pixtral's merged patch
-	// groups (clip.vision.spatial_merge_size, default 2 and 1).
+	// default 4), the side of the Qwen towers' and Pixtral's merged patch
+	// groups (clip.vision.spatial_merge_size, default 2 and 1) or of the
+	// patch squares SmolVLM's and LFM2-VL's pixel shuffle puts side by side
+	// (clip.vision.projector.scale_factor, more than 1).
 	Merge int
 	// WindowPattern is Qwen2.5-VL's n_wa_pattern: every WindowPattern-th
 	// block attends over the whole image, the others within windows of
@@ -81,7 +88,7 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		return nil, err
 	}
 	switch c.Projector {
-	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral:
+	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2:
 	default:
 		return nil, fmt.Errorf("%w: no vision forward pass for projector %q", ErrUnsupported, c.Projector)
 	}
@@ -167,14 +174,22 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		}
 	case projPixtral:
 		c.Merge = 1
+	case projIdefics, projLFM2:
+		c.Merge, mergeKey = 1, "clip.vision.projector.scale_factor"
 	}
 	if _, err := r.u32(mergeKey, &c.Merge, false); err != nil {
 		return nil, err
 	}
-	if c.Merge <= 0 || c.Merge*c.PatchSize > maxPatch || c.qwen() && c.Merge != 2 {
+	if c.Merge <= 0 || c.Merge*c.PatchSize > maxPatch || c.qwen() && c.Merge != 2 || c.shuffles() && c.Merge < 2 {
 		return nil, fmt.Errorf("%w: %s = %d", ErrMetadata, mergeKey, c.Merge)
 	}
 	return c, nil
+}
+
+// shuffles tells the towers whose projector starts with clip.cpp's
+// build_patch_merge_permute (SmolVLM, LFM2-VL).
+func (c *VisionConfig) shuffles() bool {
+	return c.Projector == projIdefics || c.Projector == projLFM2
 }
 
 // qwen tells the Qwen-VL towers (clip_graph_qwen2vl, clip_graph_qwen3vl).
@@ -230,8 +245,8 @@ type Vision struct {
 	// patch[1] is the Qwen towers' second temporal kernel, [E][3][P][P] each.
 	patch       [2][]float32
 	patchB, pos []float32
-	// posSide is the side of Qwen3-VL's square position table, which is
-	// resized to the image's grid.
+	// posSide is the side of Qwen3-VL's and LFM2-VL's square position
+	// tables, which are resized to the image's grid.
 	posSide          int
 	preLnW, preLnB   []float32
 	postLnW, postLnB []float32
@@ -240,6 +255,9 @@ type Vision struct {
 	softEmbNorm, inputProj []float32
 	// qwenMerger is the Qwen towers' (mm.0, mm.2).
 	qwenMerger *merger
+	// SmolVLM's projection of the shuffled patches (mm.model.fc); LFM2-VL
+	// has mm.1 and mm.2 after an optional LayerNorm (mm.input_norm).
+	mmFC, inNormW, inNormB []float32
 	// Pixtral's projector (mm.1, mm.2), Mistral 3's norm and patch merger
 	// before it, and the [IMG_BREAK] embedding that ends each row of image
 	// tokens but the last.
@@ -295,24 +313,30 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 	}
 	d := c.ProjDim
 	switch c.Projector {
-	case projGemma3:
+	case projGemma3, projIdefics:
 		side := c.ImageSize / p
 		v.pos = l.get("v.position_embd.weight", n, side*side, true)
+		if c.Projector == projIdefics {
+			v.mmFC = l.get("mm.model.fc.weight", n*c.Merge*c.Merge, d, true)
+			break
+		}
 		v.softEmbNorm = l.get("mm.soft_emb_norm.weight", n, 1, true)
 		v.inputProj = l.get("mm.input_projection.weight", d, n, true)
+	case projLFM2:
+		v.loadSquarePositions(l)
+		m := n * c.Merge * c.Merge
+		v.inNormW, v.inNormB = l.get("mm.input_norm.weight", m, 1, false), l.get("mm.input_norm.bias", m, 1, false)
+		hidden := 0
+		if t, ok := w.Tensor("mm.1.weight"); ok && len(t.Shape()) == 2 && t.Shape()[1] > 0 && t.Shape()[1] <= maxDim {
+			hidden = int(t.Shape()[1])
+		}
+		v.mm1, v.mm1B = l.get("mm.1.weight", m, hidden, true), l.get("mm.1.bias", hidden, 1, true)
+		v.mm2, v.mm2B = l.get("mm.2.weight", hidden, d, true), l.get("mm.2.bias", d, 1, true)
 	case projQwen2, projQwen25, projQwen3:
 		v.patch[1] = l.getN("v.patch_embd.weight.1", []int{p, p, 3, n}, true)
 		v.qwenMerger = loadMerger(l, "mm.", "", "0", "2", n, d)
 		if c.Projector == projQwen3 {
-			if t, ok := w.Tensor("v.position_embd.weight"); ok && len(t.Shape()) == 2 {
-				rows := int(t.Shape()[1])
-				if side := int(math.Sqrt(float64(rows))); side*side == rows {
-					v.posSide, v.pos = side, l.get("v.position_embd.weight", n, rows, true)
-				}
-			}
-			if v.pos == nil && l.err == nil {
-				l.err = fmt.Errorf("%w: tensor v.position_embd.weight missing or not a square grid of %d-value rows", ErrWeights, n)
-			}
+			v.loadSquarePositions(l)
 		}
 	case projPixtral:
 		v.mm1, v.mm1B = l.get("mm.1.weight", n, d, true), l.get("mm.1.bias", d, 1, false)
@@ -327,6 +351,21 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		return nil, l.err
 	}
 	return v, nil
+}
+
+// loadSquarePositions reads a position table of a square grid of rows
+// (Qwen3-VL, LFM2-VL), which Features resizes to the image's patches.
+func (v *Vision) loadSquarePositions(l *encLoader) {
+	n := v.Config.Embd
+	if t, ok := l.w.Tensor("v.position_embd.weight"); ok && len(t.Shape()) == 2 {
+		rows := int(t.Shape()[1])
+		if side := int(math.Sqrt(float64(rows))); side*side == rows {
+			v.posSide, v.pos = side, l.get("v.position_embd.weight", n, rows, true)
+		}
+	}
+	if v.pos == nil && l.err == nil {
+		l.err = fmt.Errorf("%w: tensor v.position_embd.weight missing or not a square grid of %d-value rows", ErrWeights, n)
+	}
 }
 
 // legacyFFNNames are the projector types whose files clip.cpp accepts with
@@ -367,8 +406,8 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 		return nil, fmt.Errorf("%w: a %d×%d image (its sides must be multiples of %d)", ErrUnsupported, img.Width, img.Height, unit)
 	}
 	g := &patchGrid{nx: img.Width / p, ny: img.Height / p}
-	if c.Projector == projGemma3 && (g.nx != g.ny || g.nx*g.ny*c.Embd != len(v.pos) || g.nx%c.Merge != 0) {
-		return nil, fmt.Errorf("%w: Gemma 3's tower takes %d×%d images", ErrUnsupported, c.ImageSize, c.ImageSize)
+	if (c.Projector == projGemma3 || c.Projector == projIdefics) && (g.nx != g.ny || g.nx*g.ny*c.Embd != len(v.pos) || g.nx%c.Merge != 0) {
+		return nil, fmt.Errorf("%w: the %s tower takes %d×%d images", ErrUnsupported, c.Projector, c.ImageSize, c.ImageSize)
 	}
 	x := v.embedPatches(img, g)
 	if v.posSide > 0 {
@@ -397,6 +436,8 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 	switch c.Projector {
 	case projGemma3:
 		return v.gemma3Projector(x, g), nil
+	case projIdefics, projLFM2:
+		return v.shuffleProjector(x, g), nil
 	case projQwen2, projQwen25, projQwen3:
 		out := v.merge(x, v.qwenMerger)
 		// Qwen3-VL's deepstack features follow each token's own
@@ -411,21 +452,28 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 	return v.pixtralProjector(x, g), nil
 }
 
-// addResizedPositions adds Qwen3-VL's position table resized to the
-// patch grid (clip.cpp's resize_position_embeddings: ggml_interpolate,
-// bilinear with aligned corners) to each token at its patch.
+// addResizedPositions adds the square position table resized to the
+// patch grid to each token at its patch (ggml_interpolate, bilinear):
+// Qwen3-VL's with aligned corners, LFM2-VL's with half-pixel centres,
+// clamped at the edges (clip.cpp's resize_position_embeddings).
 func (v *Vision) addResizedPositions(x [][]float32, g *patchGrid) {
 	n, side := v.Config.Embd, v.posSide
+	aligned := v.Config.Projector == projQwen3
 	coord := func(i, out int) (int, int, float32) {
 		if out == side {
 			return i, i, 0
 		}
-		f := float32(0)
-		if out > 1 {
+		var f float32
+		switch {
+		case !aligned:
+			f = (float32(i)+0.5)/(float32(out)/float32(side)) - 0.5
+		case out > 1:
 			f = float32(i) * float32(side-1) / float32(out-1)
 		}
-		i0 := min(int(f), side-1)
-		return i0, min(i0+1, side-1), f - float32(i0)
+		i0 := int(math.Floor(float64(f)))
+		d := min(max(f-float32(max(i0, 0)), 0), 1)
+		i0 = min(max(i0, 0), side-1)
+		return i0, min(i0+1, side-1), d
 	}
 	for t := range x {
 		y0, y1, dy := coord(g.y[t], g.ny)
@@ -714,6 +762,47 @@ func (v *Vision) gemma3Projector(x [][]float32, g *patchGrid) [][]float32 {
 	return out
 }
 
+// shuffleProjector is clip_graph_siglip's SmolVLM and LFM2-VL projectors:
+// build_patch_merge_permute puts each Merge × Merge square of patches side
+// by side (row by row, each patch's values together; squares in raster
+// order), then SmolVLM's linear map, or LFM2-VL's LayerNorm (eps 1e-5,
+// when the file has its weights), mm.1, GELU and mm.2.
+func (v *Vision) shuffleProjector(x [][]float32, g *patchGrid) [][]float32 {
+	c := v.Config
+	n, k := c.Embd, c.Merge
+	cols := g.nx / k
+	out := alloc2(cols*(g.ny/k), c.ProjDim)
+	in := make([]float32, n*k*k)
+	var hidden []float32
+	if v.mm1B != nil {
+		hidden = make([]float32, len(v.mm1B))
+	}
+	for o := range out {
+		oy, ox := o/cols, o%cols
+		for ky := range k {
+			for kx := range k {
+				copy(in[(ky*k+kx)*n:(ky*k+kx+1)*n], x[(oy*k+ky)*g.nx+ox*k+kx])
+			}
+		}
+		if c.Projector == projIdefics {
+			project(out[o], v.mmFC, nil, in)
+			continue
+		}
+		if v.inNormW != nil {
+			layerNorm(in, in, v.inNormW, nil, 1e-5)
+		}
+		for j := range v.inNormB {
+			in[j] += v.inNormB[j]
+		}
+		project(hidden, v.mm1, v.mm1B, in)
+		for j, h := range hidden {
+			hidden[j] = gelu(h)
+		}
+		project(out[o], v.mm2, v.mm2B, hidden)
+	}
+	return out
+}
+
 // merge runs a Qwen merger over each 2×2 block of x (clip_graph_qwen2vl's
 // and clip_graph_qwen3vl's reshape to 4·n values a token).
 func (v *Vision) merge(x [][]float32, mg *merger) [][]float32 {
@@ -790,8 +879,10 @@ func (v *Vision) pixtralProjector(x [][]float32, g *patchGrid) [][]float32 {
 func (c *VisionConfig) TestImageSize() (width, height int) {
 	unit := c.PatchSize * c.Merge
 	switch c.Projector {
-	case projGemma3:
+	case projGemma3, projIdefics:
 		return c.ImageSize, c.ImageSize
+	case projLFM2:
+		return 10 * unit, 9 * unit
 	case projPixtral:
 		return 4 * unit, 2 * unit
 	}
