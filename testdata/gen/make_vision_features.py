@@ -43,7 +43,8 @@ sys.path.insert(0, HERE)
 # tower's size); LFM2-VL's 18 × 20 patches (within its token limits, multiples of patch × downsample factor, one tile),
 # which resize the 16 × 16 position table.
 IMAGES = {"gemma3mm": (28, 28), "qwen2vl": (140, 196), "qwen25vl": (140, 196), "qwen3vl": (256, 320), "mistral3": (28, 56),
-          "pixtral": (48, 64), "smolvlm": (64, 64), "lfm2vl": (288, 320)}
+          "pixtral": (48, 64), "smolvlm": (64, 64), "lfm2vl": (288, 320),
+          "internvl": (56, 56)}
 
 PATTERN = "r = (37x + 11y) mod 256, g = (17x + 53y + 80) mod 256, b = (xy + 3x + 160) mod 256 (x column, y row)"
 
@@ -72,6 +73,17 @@ POOL2 = {"gemma3mm": {"mm_tokens_per_image": 1}}
 TOWER = {"lfm2vl": {"vision_config.num_hidden_layers": 2}}
 
 
+# llama.cpp's InternVL graph appends the class token after the patches and adds the position table's rows in that
+# order (patch i gets row i, the class token the last row) where transformers puts the class token first with row 0;
+# its features are computed with the table's rows rotated so that transformers assigns them as llama.cpp does.
+def llamacpp_internvl_positions(model):
+    pos = model.model.vision_tower.embeddings.position_embeddings
+    pos.data = torch.cat([pos.data[:, -1:], pos.data[:, :-1]], dim=1)
+
+
+ADJUST = {"internvl": llamacpp_internvl_positions}
+
+
 @torch.no_grad()
 def features(name, folder, spec, img, overrides=None):
     from PIL import Image
@@ -88,6 +100,8 @@ def features(name, folder, spec, img, overrides=None):
         kw["config"] = cfg
     model = getattr(transformers, spec["cls"]).from_pretrained(folder, dtype=torch.float32, attn_implementation="eager", **kw)
     model.eval()
+    if name in ADJUST:
+        ADJUST[name](model)
     pil = Image.fromarray(img)
     h, w = img.shape[:2]
     if name in ("qwen2vl", "qwen25vl", "qwen3vl"):
@@ -182,6 +196,8 @@ def main():
             info["image_features_pool2"] = OrderedDict([
                 ("shape", list(pooled.shape)), ("sha256", sha256(pooled.tobytes())),
                 ("config", ", ".join("%s %s" % kv for kv in POOL2[name].items()) + " (a pooling kernel of 2)")])
+        if name in ADJUST:
+            info["image_features"]["adjusted"] = "position table rows rotated: the class token's row last (llama.cpp's order)"
         if name in TOWER:
             info["image_features"]["config"] = ", ".join("%s %s" % kv for kv in TOWER[name].items())
         info["computed_with"] = OrderedDict([

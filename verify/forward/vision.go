@@ -22,6 +22,7 @@ const (
 	projPixtral = "pixtral"
 	projIdefics = "idefics3"
 	projLFM2    = "lfm2"
+	projIntern  = "internvl"
 )
 
 // VisionProjectors are the clip.projector_type values Vision runs:
@@ -35,8 +36,10 @@ const (
 // projector; clip_graph_pixtral), and the SigLIP towers of SmolVLM /
 // Idefics3 (pixel shuffle, one linear map) and LFM2-VL (position table
 // resized to the image, pixel unshuffle, LayerNorm and two-layer
-// projector; clip_graph_siglip).
-var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2}
+// projector; clip_graph_siglip), and InternVL's (a class token, layer
+// scales, pixel shuffle, LayerNorm and two-layer projector;
+// clip_graph_internvl).
+var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern}
 
 // Bounds of a tower's image geometry.
 const (
@@ -67,7 +70,7 @@ type VisionConfig struct {
 	// Merge is Gemma 3's pooling kernel (clip.vision.projector.scale_factor,
 	// default 4), the side of the Qwen towers' and Pixtral's merged patch
 	// groups (clip.vision.spatial_merge_size, default 2 and 1) or of the
-	// patch squares SmolVLM's and LFM2-VL's pixel shuffle puts side by side
+	// patch squares SmolVLM's, LFM2-VL's and InternVL's pixel shuffle puts side by side
 	// (clip.vision.projector.scale_factor, more than 1).
 	Merge int
 	// WindowPattern is Qwen2.5-VL's n_wa_pattern: every WindowPattern-th
@@ -88,7 +91,7 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		return nil, err
 	}
 	switch c.Projector {
-	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2:
+	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern:
 	default:
 		return nil, fmt.Errorf("%w: no vision forward pass for projector %q", ErrUnsupported, c.Projector)
 	}
@@ -174,7 +177,7 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		}
 	case projPixtral:
 		c.Merge = 1
-	case projIdefics, projLFM2:
+	case projIdefics, projLFM2, projIntern:
 		c.Merge, mergeKey = 1, "clip.vision.projector.scale_factor"
 	}
 	if _, err := r.u32(mergeKey, &c.Merge, false); err != nil {
@@ -187,9 +190,10 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 }
 
 // shuffles tells the towers whose projector starts with clip.cpp's
-// build_patch_merge_permute (SmolVLM, LFM2-VL).
+// build_patch_merge_permute or InternVL's same pixel shuffle (SmolVLM,
+// LFM2-VL, InternVL).
 func (c *VisionConfig) shuffles() bool {
-	return c.Projector == projIdefics || c.Projector == projLFM2
+	return c.Projector == projIdefics || c.Projector == projLFM2 || c.Projector == projIntern
 }
 
 // qwen tells the Qwen-VL towers (clip_graph_qwen2vl, clip_graph_qwen3vl).
@@ -228,6 +232,9 @@ type visionLayer struct {
 	qB, kB, vB, oB         []float32
 	up, upB, gate, gateB   []float32
 	down, downB            []float32
+	// ls1 and ls2 scale the attention's and the feed-forward's outputs
+	// (InternVL's layer scales; nil without).
+	ls1, ls2 []float32
 	// deepstack is Qwen3-VL's merger of this block's output (nil without).
 	deepstack *merger
 }
@@ -256,8 +263,12 @@ type Vision struct {
 	// qwenMerger is the Qwen towers' (mm.0, mm.2).
 	qwenMerger *merger
 	// SmolVLM's projection of the shuffled patches (mm.model.fc); LFM2-VL
-	// has mm.1 and mm.2 after an optional LayerNorm (mm.input_norm).
+	// has mm.1 and mm.2 after an optional LayerNorm (mm.input_norm),
+	// InternVL the same after mm.model.mlp.0 (its mm.1 and mm.2 are
+	// mm.model.mlp.1 and .3).
 	mmFC, inNormW, inNormB []float32
+	// classEmbd is InternVL's class token, appended after the patches.
+	classEmbd []float32
 	// Pixtral's projector (mm.1, mm.2), Mistral 3's norm and patch merger
 	// before it, and the [IMG_BREAK] embedding that ends each row of image
 	// tokens but the last.
@@ -271,7 +282,10 @@ type Vision struct {
 // LoadVision reads a vision tower's weights (ErrWeights for a missing
 // tensor or one of the wrong shape).
 func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
-	v := &Vision{Config: c, rms: c.Projector == projQwen25 || c.Projector == projPixtral}
+	// InternVL's 6B tower (3200 wide, 45 blocks) has RMS norms
+	// (clip_graph_internvl).
+	intern6B := c.Projector == projIntern && c.Embd == 3200 && c.Layers == 45
+	v := &Vision{Config: c, rms: c.Projector == projQwen25 || c.Projector == projPixtral || intern6B}
 	l := &encLoader{w: w}
 	n, p, ff := c.Embd, c.PatchSize, c.FF
 	v.patch[0] = l.getN("v.patch_embd.weight", []int{p, p, 3, n}, true)
@@ -310,6 +324,7 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		L.up, L.upB = l.get(up+".weight", n, ff, true), l.get(up+".bias", ff, 1, false)
 		L.gate, L.gateB = l.get(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
 		L.down, L.downB = l.get(down+".weight", ff, n, true), l.get(down+".bias", n, 1, false)
+		L.ls1, L.ls2 = l.get(b+"ls1.weight", n, 1, false), l.get(b+"ls2.weight", n, 1, false)
 	}
 	d := c.ProjDim
 	switch c.Projector {
@@ -322,16 +337,25 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		}
 		v.softEmbNorm = l.get("mm.soft_emb_norm.weight", n, 1, true)
 		v.inputProj = l.get("mm.input_projection.weight", d, n, true)
-	case projLFM2:
-		v.loadSquarePositions(l)
+	case projLFM2, projIntern:
 		m := n * c.Merge * c.Merge
-		v.inNormW, v.inNormB = l.get("mm.input_norm.weight", m, 1, false), l.get("mm.input_norm.bias", m, 1, false)
+		norm, fc1, fc2 := "mm.input_norm.", "mm.1.", "mm.2."
+		if c.Projector == projIntern {
+			side := c.ImageSize / p
+			v.pos = l.getN("v.position_embd.weight", []int{n, side*side + 1, 1}, true)
+			v.classEmbd = l.getN("v.class_embd", []int{n, 1, 1}, true)
+			norm, fc1, fc2 = "mm.model.mlp.0.", "mm.model.mlp.1.", "mm.model.mlp.3."
+		} else {
+			v.loadSquarePositions(l)
+		}
+		required := c.Projector == projIntern
+		v.inNormW, v.inNormB = l.get(norm+"weight", m, 1, required), l.get(norm+"bias", m, 1, required)
 		hidden := 0
-		if t, ok := w.Tensor("mm.1.weight"); ok && len(t.Shape()) == 2 && t.Shape()[1] > 0 && t.Shape()[1] <= maxDim {
+		if t, ok := w.Tensor(fc1 + "weight"); ok && len(t.Shape()) == 2 && t.Shape()[1] > 0 && t.Shape()[1] <= maxDim {
 			hidden = int(t.Shape()[1])
 		}
-		v.mm1, v.mm1B = l.get("mm.1.weight", m, hidden, true), l.get("mm.1.bias", hidden, 1, true)
-		v.mm2, v.mm2B = l.get("mm.2.weight", hidden, d, true), l.get("mm.2.bias", d, 1, true)
+		v.mm1, v.mm1B = l.get(fc1+"weight", m, hidden, true), l.get(fc1+"bias", hidden, 1, true)
+		v.mm2, v.mm2B = l.get(fc2+"weight", hidden, d, true), l.get(fc2+"bias", d, 1, true)
 	case projQwen2, projQwen25, projQwen3:
 		v.patch[1] = l.getN("v.patch_embd.weight.1", []int{p, p, 3, n}, true)
 		v.qwenMerger = loadMerger(l, "mm.", "", "0", "2", n, d)
@@ -406,10 +430,18 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 		return nil, fmt.Errorf("%w: a %d×%d image (its sides must be multiples of %d)", ErrUnsupported, img.Width, img.Height, unit)
 	}
 	g := &patchGrid{nx: img.Width / p, ny: img.Height / p}
-	if (c.Projector == projGemma3 || c.Projector == projIdefics) && (g.nx != g.ny || g.nx*g.ny*c.Embd != len(v.pos) || g.nx%c.Merge != 0) {
+	fixed := c.Projector == projGemma3 || c.Projector == projIdefics || c.Projector == projIntern
+	if fixed && (g.nx != g.ny || g.nx*g.ny*c.Embd != len(v.pos)-len(v.classEmbd) || g.nx%c.Merge != 0) {
 		return nil, fmt.Errorf("%w: the %s tower takes %d×%d images", ErrUnsupported, c.Projector, c.ImageSize, c.ImageSize)
 	}
 	x := v.embedPatches(img, g)
+	if v.classEmbd != nil {
+		// InternVL's class token goes after the patches, the position
+		// table's rows added in that order (clip_graph_internvl's
+		// ggml_concat): transformers puts it first, with the table's first
+		// row.
+		x = append(x, slices.Clone(v.classEmbd))
+	}
 	if v.posSide > 0 {
 		v.addResizedPositions(x, g)
 	} else if v.pos != nil {
@@ -436,8 +468,8 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 	switch c.Projector {
 	case projGemma3:
 		return v.gemma3Projector(x, g), nil
-	case projIdefics, projLFM2:
-		return v.shuffleProjector(x, g), nil
+	case projIdefics, projLFM2, projIntern:
+		return v.shuffleProjector(x[:g.nx*g.ny], g), nil
 	case projQwen2, projQwen25, projQwen3:
 		out := v.merge(x, v.qwenMerger)
 		// Qwen3-VL's deepstack features follow each token's own
@@ -591,12 +623,12 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 			cur := make([]float32, n)
 			project(cur, L.o, L.oB, attn[t])
 			for j := range cur {
-				x[t][j] += cur[j]
+				x[t][j] += cur[j] * scaleAt(L.ls1, j)
 			}
 			v.norm(cur, x[t], L.ln2W, L.ln2B)
 			out := v.ffn(L, cur)
 			for j := range out {
-				x[t][j] += out[j]
+				x[t][j] += out[j] * scaleAt(L.ls2, j)
 			}
 			return nil
 		})
@@ -608,6 +640,14 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 		}
 	}
 	return deep, nil
+}
+
+// scaleAt is a layer scale's j-th value, 1 without one.
+func scaleAt(ls []float32, j int) float32 {
+	if ls == nil {
+		return 1
+	}
+	return ls[j]
 }
 
 // project writes W·x + b for W of len(out) rows of len(x) values, with
@@ -762,11 +802,12 @@ func (v *Vision) gemma3Projector(x [][]float32, g *patchGrid) [][]float32 {
 	return out
 }
 
-// shuffleProjector is clip_graph_siglip's SmolVLM and LFM2-VL projectors:
-// build_patch_merge_permute puts each Merge × Merge square of patches side
-// by side (row by row, each patch's values together; squares in raster
-// order), then SmolVLM's linear map, or LFM2-VL's LayerNorm (eps 1e-5,
-// when the file has its weights), mm.1, GELU and mm.2.
+// shuffleProjector is clip_graph_siglip's SmolVLM and LFM2-VL projectors
+// and clip_graph_internvl's: the pixel shuffle puts each Merge × Merge
+// square of patches side by side (row by row, each patch's values
+// together; squares in raster order), then SmolVLM's linear map, or
+// LFM2-VL's and InternVL's LayerNorm (eps 1e-5, when the file has its
+// weights), mm.1, GELU and mm.2.
 func (v *Vision) shuffleProjector(x [][]float32, g *patchGrid) [][]float32 {
 	c := v.Config
 	n, k := c.Embd, c.Merge
@@ -879,7 +920,7 @@ func (v *Vision) pixtralProjector(x [][]float32, g *patchGrid) [][]float32 {
 func (c *VisionConfig) TestImageSize() (width, height int) {
 	unit := c.PatchSize * c.Merge
 	switch c.Projector {
-	case projGemma3, projIdefics:
+	case projGemma3, projIdefics, projIntern:
 		return c.ImageSize, c.ImageSize
 	case projLFM2:
 		return 10 * unit, 9 * unit
