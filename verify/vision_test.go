@@ -45,6 +45,8 @@ func TestVisionForward(t *testing.T) {
 		{"smolvlm", 10},
 		{"lfm2vl", 10},
 		{"internvl", 1e4}, // its hidden states vary widely: an epsilon of 10 moves the features within the limit
+		{"glm4v", 10},
+		{"glm4vmoe", 10},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()

@@ -41,10 +41,11 @@ sys.path.insert(0, HERE)
 # for Qwen3-VL a multiple of 32 above its 65536 minimum pixels, whose 16 × 20 patches resize the 4 × 4 position table;
 # SmolVLM's tower size (processed without resizing or splitting, as llama.cpp's preprocessor leaves an image of the
 # tower's size); LFM2-VL's 18 × 20 patches (within its token limits, multiples of patch × downsample factor, one tile),
-# which resize the 16 × 16 position table.
+# which resize the 16 × 16 position table; InternVL's and GLM-4.1V's tower size (GLM-4.1V's patch grid its
+# position table's: llama.cpp resizes the table bicubically, which verify/forward does not implement).
 IMAGES = {"gemma3mm": (28, 28), "qwen2vl": (140, 196), "qwen25vl": (140, 196), "qwen3vl": (256, 320), "mistral3": (28, 56),
           "pixtral": (48, 64), "smolvlm": (64, 64), "lfm2vl": (288, 320),
-          "internvl": (56, 56)}
+          "internvl": (56, 56), "glm4v": (4, 4), "glm4vmoe": (4, 4)}
 
 PATTERN = "r = (37x + 11y) mod 256, g = (17x + 53y + 80) mod 256, b = (xy + 3x + 160) mod 256 (x column, y row)"
 
@@ -87,7 +88,7 @@ ADJUST = {"internvl": llamacpp_internvl_positions}
 @torch.no_grad()
 def features(name, folder, spec, img, overrides=None):
     from PIL import Image
-    proc = None if name == "lfm2vl" else transformers.AutoImageProcessor.from_pretrained(folder, backend="pil")
+    proc = None if name in ("lfm2vl", "glm4v", "glm4vmoe") else transformers.AutoImageProcessor.from_pretrained(folder, backend="pil")
     kw = {}
     if overrides:
         cfg = transformers.AutoConfig.from_pretrained(folder)
@@ -137,6 +138,24 @@ def features(name, folder, spec, img, overrides=None):
         feats = feats.reshape(-1, feats.shape[-1])
         chw = pv[0, 0].numpy()
         call = "get_image_features(pixel_values, pixel_attention_mask) of processor(do_resize=False, do_image_splitting=False)"
+    elif name in ("glm4v", "glm4vmoe"):
+        # the fixture's preprocessor_config.json is the real model's (patch 14) while its tower's patches are 2
+        # pixels: Glm4vImageProcessor's steps for an image it keeps are done here with the tower's sizes (rescale,
+        # normalise, each patch's (channel, frame, row, column) values for two identical frames, patches grouped by
+        # 2 × 2 merge blocks)
+        cfg = json.load(open(os.path.join(folder, "preprocessor_config.json")))
+        vc = model.config.vision_config
+        p, m, tp = vc.patch_size, vc.spatial_merge_size, vc.temporal_patch_size
+        mean, std = np.array(cfg["image_mean"], np.float32), np.array(cfg["image_std"], np.float32)
+        chw = ((img.astype(np.float32) / 255 - mean) / std).transpose(2, 0, 1)
+        gh, gw = h // p, w // p
+        x = chw.reshape(3, gh // m, m, p, gw // m, m, p).transpose(1, 4, 2, 5, 0, 3, 6)
+        x = np.repeat(x[:, :, :, :, :, None], tp, axis=5).reshape(gh * gw, 3 * tp * p * p)
+        pv, thw = torch.from_numpy(np.ascontiguousarray(x)), torch.tensor([[1, gh, gw]])
+        feats = model.get_image_features(pixel_values=pv, image_grid_thw=thw)
+        feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
+        feats = torch.cat(list(feats), dim=0)
+        call = "get_image_features(pixel_values, image_grid_thw)"
     elif name == "lfm2vl":
         # Lfm2VlImageProcessor needs torchvision: its steps for an image it neither resizes nor tiles are done here
         # (rescale, normalise with the preprocessor's mean and std, NaFlex patches of (row, column, channel) values)

@@ -23,6 +23,7 @@ const (
 	projIdefics = "idefics3"
 	projLFM2    = "lfm2"
 	projIntern  = "internvl"
+	projGLM4V   = "glm4v"
 )
 
 // VisionProjectors are the clip.projector_type values Vision runs:
@@ -38,8 +39,11 @@ const (
 // resized to the image, pixel unshuffle, LayerNorm and two-layer
 // projector; clip_graph_siglip), and InternVL's (a class token, layer
 // scales, pixel shuffle, LayerNorm and two-layer projector;
-// clip_graph_internvl).
-var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern}
+// clip_graph_internvl), and GLM-4.1V's / GLM-4.5V's (the Qwen towers'
+// patches and 2-D M-RoPE with RMS-norm SwiGLU blocks, a convolution over
+// each 2×2 block, a LayerNorm + GELU and a SwiGLU projector;
+// clip_graph_glm4v) on images whose patch grid is its position table's.
+var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern, projGLM4V}
 
 // Bounds of a tower's image geometry.
 const (
@@ -91,7 +95,7 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		return nil, err
 	}
 	switch c.Projector {
-	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern:
+	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern, projGLM4V:
 	default:
 		return nil, fmt.Errorf("%w: no vision forward pass for projector %q", ErrUnsupported, c.Projector)
 	}
@@ -166,6 +170,8 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		if _, err := r.u32("clip.vision.n_wa_pattern", &c.WindowPattern, c.Projector == projQwen25); err != nil {
 			return nil, err
 		}
+	case projGLM4V:
+		c.Merge = 2
 	case projQwen3:
 		c.Merge = 2
 		if x, ok := md.KV("clip.vision.is_deepstack_layers"); ok {
@@ -196,9 +202,10 @@ func (c *VisionConfig) shuffles() bool {
 	return c.Projector == projIdefics || c.Projector == projLFM2 || c.Projector == projIntern
 }
 
-// qwen tells the Qwen-VL towers (clip_graph_qwen2vl, clip_graph_qwen3vl).
+// qwen tells the towers with the Qwen-VL patch order and RoPE
+// (clip_graph_qwen2vl, clip_graph_qwen3vl, clip_graph_glm4v).
 func (c *VisionConfig) qwen() bool {
-	return c.Projector == projQwen2 || c.Projector == projQwen25 || c.Projector == projQwen3
+	return c.Projector == projQwen2 || c.Projector == projQwen25 || c.Projector == projQwen3 || c.Projector == projGLM4V
 }
 
 // Image is a preprocessed image: channel planes of Height × Width values,
@@ -269,6 +276,15 @@ type Vision struct {
 	mmFC, inNormW, inNormB []float32
 	// classEmbd is InternVL's class token, appended after the patches.
 	classEmbd []float32
+	// GLM-4.1V: the RMS norm after the patch embedding, the 2×2 merger
+	// convolution ([Merge][Merge][E][M] in ggml order) and its bias, and
+	// the projector: mm.model.fc, the LayerNorm mm.post_norm, then a
+	// SwiGLU of mm.up / mm.gate / mm.down.
+	normEmbd, glmMerger, glmMergerB      []float32
+	postNormW, postNormB                 []float32
+	projUp, projUpB, projGate, projGateB []float32
+	projDown, projDownB                  []float32
+	glmMergerOut, glmFCOut, glmFF        int
 	// Pixtral's projector (mm.1, mm.2), Mistral 3's norm and patch merger
 	// before it, and the [IMG_BREAK] embedding that ends each row of image
 	// tokens but the last.
@@ -285,7 +301,7 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 	// InternVL's 6B tower (3200 wide, 45 blocks) has RMS norms
 	// (clip_graph_internvl).
 	intern6B := c.Projector == projIntern && c.Embd == 3200 && c.Layers == 45
-	v := &Vision{Config: c, rms: c.Projector == projQwen25 || c.Projector == projPixtral || intern6B}
+	v := &Vision{Config: c, rms: c.Projector == projQwen25 || c.Projector == projPixtral || c.Projector == projGLM4V || intern6B}
 	l := &encLoader{w: w}
 	n, p, ff := c.Embd, c.PatchSize, c.FF
 	v.patch[0] = l.getN("v.patch_embd.weight", []int{p, p, 3, n}, true)
@@ -298,11 +314,13 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		b := fmt.Sprintf("v.blk.%d.", i)
 		L.ln1W, L.ln1B = l.get(b+"ln1.weight", n, 1, true), l.get(b+"ln1.bias", n, 1, false)
 		L.ln2W, L.ln2B = l.get(b+"ln2.weight", n, 1, true), l.get(b+"ln2.bias", n, 1, false)
-		if c.Projector == projQwen3 {
+		if c.Projector == projQwen3 || c.Projector == projGLM4V {
 			// build_qkv's views of the fused output: q, k, v in turn.
-			qkv, qkvB := l.get(b+"attn_qkv.weight", n, 3*n, true), l.get(b+"attn_qkv.bias", 3*n, 1, true)
-			if qkv != nil && qkvB != nil {
+			qkv, qkvB := l.get(b+"attn_qkv.weight", n, 3*n, true), l.get(b+"attn_qkv.bias", 3*n, 1, c.Projector == projQwen3)
+			if qkv != nil {
 				L.q, L.k, L.v = qkv[:n*n], qkv[n*n:2*n*n], qkv[2*n*n:]
+			}
+			if qkvB != nil {
 				L.qB, L.kB, L.vB = qkvB[:n], qkvB[n:2*n], qkvB[2*n:]
 			}
 			if i < len(c.Deepstack) && c.Deepstack[i] {
@@ -337,6 +355,21 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		}
 		v.softEmbNorm = l.get("mm.soft_emb_norm.weight", n, 1, true)
 		v.inputProj = l.get("mm.input_projection.weight", d, n, true)
+	case projGLM4V:
+		v.patch[1] = l.getN("v.patch_embd.weight.1", []int{p, p, 3, n}, true)
+		v.normEmbd = l.get("v.norm_embd.weight", n, 1, false)
+		v.loadSquarePositions(l)
+		k := c.Merge
+		v.glmMergerOut = tensorDim(w, "mm.patch_merger.weight", 3)
+		v.glmMerger = l.getN("mm.patch_merger.weight", []int{k, k, n, v.glmMergerOut}, true)
+		v.glmMergerB = l.get("mm.patch_merger.bias", v.glmMergerOut, 1, true)
+		v.glmFCOut = tensorDim(w, "mm.model.fc.weight", 1)
+		v.mmFC = l.get("mm.model.fc.weight", v.glmMergerOut, v.glmFCOut, true)
+		v.postNormW, v.postNormB = l.get("mm.post_norm.weight", v.glmFCOut, 1, true), l.get("mm.post_norm.bias", v.glmFCOut, 1, false)
+		v.glmFF = tensorDim(w, "mm.up.weight", 1)
+		v.projUp, v.projUpB = l.get("mm.up.weight", v.glmFCOut, v.glmFF, true), l.get("mm.up.bias", v.glmFF, 1, false)
+		v.projGate, v.projGateB = l.get("mm.gate.weight", v.glmFCOut, v.glmFF, true), l.get("mm.gate.bias", v.glmFF, 1, false)
+		v.projDown, v.projDownB = l.get("mm.down.weight", v.glmFF, d, true), l.get("mm.down.bias", d, 1, false)
 	case projLFM2, projIntern:
 		m := n * c.Merge * c.Merge
 		norm, fc1, fc2 := "mm.input_norm.", "mm.1.", "mm.2."
@@ -350,10 +383,7 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		}
 		required := c.Projector == projIntern
 		v.inNormW, v.inNormB = l.get(norm+"weight", m, 1, required), l.get(norm+"bias", m, 1, required)
-		hidden := 0
-		if t, ok := w.Tensor(fc1 + "weight"); ok && len(t.Shape()) == 2 && t.Shape()[1] > 0 && t.Shape()[1] <= maxDim {
-			hidden = int(t.Shape()[1])
-		}
+		hidden := tensorDim(w, fc1+"weight", 1)
 		v.mm1, v.mm1B = l.get(fc1+"weight", m, hidden, true), l.get(fc1+"bias", hidden, 1, true)
 		v.mm2, v.mm2B = l.get(fc2+"weight", hidden, d, true), l.get(fc2+"bias", d, 1, true)
 	case projQwen2, projQwen25, projQwen3:
@@ -375,6 +405,16 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		return nil, l.err
 	}
 	return v, nil
+}
+
+// tensorDim is dimension i of a tensor's ggml shape, 0 when the tensor is
+// missing or the dimension is out of bounds (the loader then reports the
+// tensor's shape).
+func tensorDim(w Weights, name string, i int) int {
+	if t, ok := w.Tensor(name); ok && len(t.Shape()) > i && t.Shape()[i] > 0 && t.Shape()[i] <= maxDim {
+		return int(t.Shape()[i])
+	}
+	return 0
 }
 
 // loadSquarePositions reads a position table of a square grid of rows
@@ -434,7 +474,17 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 	if fixed && (g.nx != g.ny || g.nx*g.ny*c.Embd != len(v.pos)-len(v.classEmbd) || g.nx%c.Merge != 0) {
 		return nil, fmt.Errorf("%w: the %s tower takes %d×%d images", ErrUnsupported, c.Projector, c.ImageSize, c.ImageSize)
 	}
+	if c.Projector == projGLM4V && (g.nx != v.posSide || g.ny != v.posSide) {
+		// clip_graph_glm4v resizes the table bicubically, which verify
+		// does not implement.
+		return nil, fmt.Errorf("%w: the glm4v tower is run on %d×%d images only (its position table's grid)", ErrUnsupported, v.posSide*p, v.posSide*p)
+	}
 	x := v.embedPatches(img, g)
+	if v.normEmbd != nil {
+		for t := range x {
+			rmsNorm(x[t], x[t], v.normEmbd, c.Eps)
+		}
+	}
 	if v.classEmbd != nil {
 		// InternVL's class token goes after the patches, the position
 		// table's rows added in that order (clip_graph_internvl's
@@ -470,6 +520,8 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 		return v.gemma3Projector(x, g), nil
 	case projIdefics, projLFM2, projIntern:
 		return v.shuffleProjector(x[:g.nx*g.ny], g), nil
+	case projGLM4V:
+		return v.glm4vProjector(x), nil
 	case projQwen2, projQwen25, projQwen3:
 		out := v.merge(x, v.qwenMerger)
 		// Qwen3-VL's deepstack features follow each token's own
@@ -713,7 +765,7 @@ func (v *Vision) ropeCaches(g *patchGrid) ([][]float32, ropeMode) {
 	c := v.Config
 	hd := c.Embd / c.Heads
 	switch c.Projector {
-	case projQwen2, projQwen25, projQwen3:
+	case projQwen2, projQwen25, projQwen3, projGLM4V:
 		thetaScale := float32(math.Pow(10000, float64(-2/float32(hd/2))))
 		caches := alloc2(len(g.y), hd)
 		for t := range caches {
@@ -844,6 +896,46 @@ func (v *Vision) shuffleProjector(x [][]float32, g *patchGrid) [][]float32 {
 	return out
 }
 
+// glm4vProjector is clip_graph_glm4v's: each 2×2 block of tokens (in the
+// Qwen order, row by row) through the merger convolution, mm.model.fc, the
+// LayerNorm mm.post_norm (eps 1e-5), erf GELU, then the SwiGLU of mm.gate,
+// mm.up and mm.down.
+func (v *Vision) glm4vProjector(x [][]float32) [][]float32 {
+	c := v.Config
+	n, kk := c.Embd, c.Merge*c.Merge
+	out := alloc2(len(x)/kk, c.ProjDim)
+	in := make([]float32, kk*n)
+	merged, fc := make([]float32, v.glmMergerOut), make([]float32, v.glmFCOut)
+	up, gate := make([]float32, v.glmFF), make([]float32, v.glmFF)
+	for o := range out {
+		// The convolution's input is [E][Merge][Merge] (channel, row,
+		// column), its kernel the same per output.
+		for i := range kk {
+			for ch, val := range x[kk*o+i] {
+				in[ch*kk+i] = val
+			}
+		}
+		project(merged, v.glmMerger, v.glmMergerB, in)
+		project(fc, v.mmFC, nil, merged)
+		layerNorm(fc, fc, v.postNormW, v.postNormB, 1e-5)
+		for j, f := range fc {
+			fc[j] = geluErf(f)
+		}
+		project(up, v.projUp, v.projUpB, fc)
+		project(gate, v.projGate, v.projGateB, fc)
+		for j, g := range gate {
+			up[j] *= v.act(g)
+		}
+		project(out[o], v.projDown, v.projDownB, up)
+	}
+	return out
+}
+
+// geluErf is ggml_gelu_erf: 0.5·x·(1 + erf(x/√2)).
+func geluErf(x float32) float32 {
+	return float32(0.5 * float64(x) * (1 + math.Erf(float64(x)/math.Sqrt2)))
+}
+
 // merge runs a Qwen merger over each 2×2 block of x (clip_graph_qwen2vl's
 // and clip_graph_qwen3vl's reshape to 4·n values a token).
 func (v *Vision) merge(x [][]float32, mg *merger) [][]float32 {
@@ -920,7 +1012,7 @@ func (v *Vision) pixtralProjector(x [][]float32, g *patchGrid) [][]float32 {
 func (c *VisionConfig) TestImageSize() (width, height int) {
 	unit := c.PatchSize * c.Merge
 	switch c.Projector {
-	case projGemma3, projIdefics, projIntern:
+	case projGemma3, projIdefics, projIntern, projGLM4V:
 		return c.ImageSize, c.ImageSize
 	case projLFM2:
 		return 10 * unit, 9 * unit
