@@ -59,6 +59,8 @@ const (
 	actGELUQuick visionAct = iota
 	actGELU
 	actSiLU
+	// actGELUErf is the audio towers' (clip.cpp sets it for them).
+	actGELUErf
 )
 
 // VisionConfig holds a vision tower's hyperparameters as clip.cpp's
@@ -303,47 +305,12 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 	intern6B := c.Projector == projIntern && c.Embd == 3200 && c.Layers == 45
 	v := &Vision{Config: c, rms: c.Projector == projQwen25 || c.Projector == projPixtral || c.Projector == projGLM4V || intern6B}
 	l := &encLoader{w: w}
-	n, p, ff := c.Embd, c.PatchSize, c.FF
+	n, p := c.Embd, c.PatchSize
 	v.patch[0] = l.getN("v.patch_embd.weight", []int{p, p, 3, n}, true)
 	v.patchB = l.get("v.patch_embd.bias", n, 1, false)
 	v.preLnW, v.preLnB = l.get("v.pre_ln.weight", n, 1, false), l.get("v.pre_ln.bias", n, 1, false)
 	v.postLnW, v.postLnB = l.get("v.post_ln.weight", n, 1, false), l.get("v.post_ln.bias", n, 1, false)
-	v.layers = make([]visionLayer, c.Layers)
-	for i := range v.layers {
-		L := &v.layers[i]
-		b := fmt.Sprintf("v.blk.%d.", i)
-		L.ln1W, L.ln1B = l.get(b+"ln1.weight", n, 1, true), l.get(b+"ln1.bias", n, 1, false)
-		L.ln2W, L.ln2B = l.get(b+"ln2.weight", n, 1, true), l.get(b+"ln2.bias", n, 1, false)
-		if c.Projector == projQwen3 || c.Projector == projGLM4V {
-			// build_qkv's views of the fused output: q, k, v in turn.
-			qkv, qkvB := l.get(b+"attn_qkv.weight", n, 3*n, true), l.get(b+"attn_qkv.bias", 3*n, 1, c.Projector == projQwen3)
-			if qkv != nil {
-				L.q, L.k, L.v = qkv[:n*n], qkv[n*n:2*n*n], qkv[2*n*n:]
-			}
-			if qkvB != nil {
-				L.qB, L.kB, L.vB = qkvB[:n], qkvB[n:2*n], qkvB[2*n:]
-			}
-			if i < len(c.Deepstack) && c.Deepstack[i] {
-				L.deepstack = loadMerger(l, fmt.Sprintf("v.deepstack.%d.", i), "norm", "fc1", "fc2", n, c.ProjDim)
-			}
-		} else {
-			L.q, L.qB = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
-			L.k, L.kB = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
-			L.v, L.vB = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
-		}
-		L.o, L.oB = l.get(b+"attn_out.weight", n, n, true), l.get(b+"attn_out.bias", n, 1, false)
-		up, down := b+"ffn_up", b+"ffn_down"
-		if t, ok := w.Tensor(down + ".weight"); ok && legacyFFNNames[c.Projector] && t.Shape()[0] == int64(n) {
-			// Files of llama.cpp's older scripts name fc1 ffn_down and fc2
-			// ffn_up; clip.cpp swaps them back when ffn_down's rows are
-			// embedding_length long (also, as it does, when FF equals it).
-			up, down = down, up
-		}
-		L.up, L.upB = l.get(up+".weight", n, ff, true), l.get(up+".bias", ff, 1, false)
-		L.gate, L.gateB = l.get(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
-		L.down, L.downB = l.get(down+".weight", ff, n, true), l.get(down+".bias", n, 1, false)
-		L.ls1, L.ls2 = l.get(b+"ls1.weight", n, 1, false), l.get(b+"ls2.weight", n, 1, false)
-	}
+	v.loadLayers(l, "v.")
 	d := c.ProjDim
 	switch c.Projector {
 	case projGemma3, projIdefics:
@@ -405,6 +372,49 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		return nil, l.err
 	}
 	return v, nil
+}
+
+// loadLayers reads the blocks of a tower whose tensors are named prefix +
+// "blk.N." ("v." for vision, "a." for audio).
+func (v *Vision) loadLayers(l *encLoader, prefix string) {
+	c := v.Config
+	n, ff := c.Embd, c.FF
+	v.layers = make([]visionLayer, c.Layers)
+	for i := range v.layers {
+		L := &v.layers[i]
+		b := fmt.Sprintf("%sblk.%d.", prefix, i)
+		L.ln1W, L.ln1B = l.get(b+"ln1.weight", n, 1, true), l.get(b+"ln1.bias", n, 1, false)
+		L.ln2W, L.ln2B = l.get(b+"ln2.weight", n, 1, true), l.get(b+"ln2.bias", n, 1, false)
+		if c.Projector == projQwen3 || c.Projector == projGLM4V {
+			// build_qkv's views of the fused output: q, k, v in turn.
+			qkv, qkvB := l.get(b+"attn_qkv.weight", n, 3*n, true), l.get(b+"attn_qkv.bias", 3*n, 1, c.Projector == projQwen3)
+			if qkv != nil {
+				L.q, L.k, L.v = qkv[:n*n], qkv[n*n:2*n*n], qkv[2*n*n:]
+			}
+			if qkvB != nil {
+				L.qB, L.kB, L.vB = qkvB[:n], qkvB[n:2*n], qkvB[2*n:]
+			}
+			if i < len(c.Deepstack) && c.Deepstack[i] {
+				L.deepstack = loadMerger(l, fmt.Sprintf("%sdeepstack.%d.", prefix, i), "norm", "fc1", "fc2", n, c.ProjDim)
+			}
+		} else {
+			L.q, L.qB = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
+			L.k, L.kB = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
+			L.v, L.vB = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
+		}
+		L.o, L.oB = l.get(b+"attn_out.weight", n, n, true), l.get(b+"attn_out.bias", n, 1, false)
+		up, down := b+"ffn_up", b+"ffn_down"
+		if t, ok := l.w.Tensor(down + ".weight"); ok && legacyFFNNames[c.Projector] && t.Shape()[0] == int64(n) {
+			// Files of llama.cpp's older scripts name fc1 ffn_down and fc2
+			// ffn_up; clip.cpp swaps them back when ffn_down's rows are
+			// embedding_length long (also, as it does, when FF equals it).
+			up, down = down, up
+		}
+		L.up, L.upB = l.get(up+".weight", n, ff, true), l.get(up+".bias", ff, 1, false)
+		L.gate, L.gateB = l.get(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
+		L.down, L.downB = l.get(down+".weight", ff, n, true), l.get(down+".bias", n, 1, false)
+		L.ls1, L.ls2 = l.get(b+"ls1.weight", n, 1, false), l.get(b+"ls2.weight", n, 1, false)
+	}
 }
 
 // tensorDim is dimension i of a tensor's ggml shape, 0 when the tensor is
@@ -742,6 +752,8 @@ func (v *Vision) act(x float32) float32 {
 		return gelu(x)
 	case actSiLU:
 		return silu(x)
+	case actGELUErf:
+		return geluErf(x)
 	}
 	return geluQuick(x)
 }
