@@ -200,12 +200,28 @@ type verifyVisionJSON struct {
 	MatrixError *jsonFloat `json:"matrix_error,omitempty"`
 }
 
+// verifyAudioJSON is a projector file's audio encoder run over the fixed
+// log-mel input.
+type verifyAudioJSON struct {
+	Bins        int        `json:"mel_bins"`
+	Frames      int        `json:"frames"`
+	Tokens      int        `json:"tokens"`
+	Dim         int        `json:"dim"`
+	Cosine      *jsonFloat `json:"cosine,omitempty"`
+	TokenCosine *jsonFloat `json:"token_cosine,omitempty"`
+	CosineLimit *jsonFloat `json:"cosine_limit,omitempty"`
+	RelError    *jsonFloat `json:"rel_error,omitempty"`
+	RelLimit    *jsonFloat `json:"rel_limit,omitempty"`
+	MatrixError *jsonFloat `json:"matrix_error,omitempty"`
+}
+
 type verifyJSON struct {
 	OK       bool               `json:"ok"`
 	Tensors  []verifyTensorJSON `json:"tensors"`
 	Forward  *verifyForwardJSON `json:"forward"`
 	Encoder  *verifyEncoderJSON `json:"encoder,omitempty"`
 	Vision   *verifyVisionJSON  `json:"vision,omitempty"`
+	Audio    *verifyAudioJSON   `json:"audio,omitempty"`
 	Arch     string             `json:"arch"`
 	Problems []string           `json:"problems"`
 	Warnings []string           `json:"warnings"`
@@ -260,6 +276,14 @@ func writeVerifyJSON(w io.Writer, rep *verify.Report) error {
 			vj.RelError, vj.RelLimit, vj.MatrixError = ptr(jsonFloat(vr.RelError)), ptr(jsonFloat(vr.RelLimit)), ptr(jsonFloat(vr.MatrixError))
 		}
 		out.Vision = vj
+	}
+	if ar := rep.Audio; ar != nil {
+		aj := &verifyAudioJSON{Bins: ar.Bins, Frames: ar.Frames, Tokens: ar.Tokens, Dim: ar.Dim}
+		if rep.HasReference {
+			aj.Cosine, aj.TokenCosine, aj.CosineLimit = ptr(jsonFloat(ar.Cosine)), ptr(jsonFloat(ar.TokenCosine)), ptr(jsonFloat(ar.CosineLimit))
+			aj.RelError, aj.RelLimit, aj.MatrixError = ptr(jsonFloat(ar.RelError)), ptr(jsonFloat(ar.RelLimit)), ptr(jsonFloat(ar.MatrixError))
+		}
+		out.Audio = aj
 	}
 	e := json.NewEncoder(w)
 	e.SetEscapeHTML(false)
@@ -325,11 +349,11 @@ func writeVerifyText(w io.Writer, path, source string, rep *verify.Report, took 
 	}
 	if vr := rep.Vision; vr != nil {
 		fmt.Fprintf(w, "\nvision tower: fixed %d×%d image → %d image features of %d values\n", vr.Width, vr.Height, vr.Tokens, vr.Dim)
-		if rep.HasReference {
-			fmt.Fprintf(w, "  cosine with the source: %.7f, per token at least %.7f (limit %.7f for a matrix error of %.3g)\n",
-				vr.Cosine, vr.TokenCosine, vr.CosineLimit, vr.MatrixError)
-			fmt.Fprintf(w, "  relative error %.3g (limit %.3g)\n", vr.RelError, vr.RelLimit)
-		}
+		printAgreement(w, rep, &vr.FeatureAgreement)
+	}
+	if ar := rep.Audio; ar != nil {
+		fmt.Fprintf(w, "\naudio encoder: fixed %d-bin log-mel input of %d frames → %d audio features of %d values\n", ar.Bins, ar.Frames, ar.Tokens, ar.Dim)
+		printAgreement(w, rep, &ar.FeatureAgreement)
 	}
 	if len(rep.Warnings) > 0 {
 		fmt.Fprintln(w, "\nwarnings:")
@@ -350,4 +374,15 @@ func writeVerifyText(w io.Writer, path, source string, rep *verify.Report, took 
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "  %s\n", strings.TrimSpace(p.String()))
 	}
+}
+
+// printAgreement prints a tower's agreement with the source's, when there
+// is a source.
+func printAgreement(w io.Writer, rep *verify.Report, a *verify.FeatureAgreement) {
+	if !rep.HasReference {
+		return
+	}
+	fmt.Fprintf(w, "  cosine with the source: %.7f, per token at least %.7f (limit %.7f for a matrix error of %.3g)\n",
+		a.Cosine, a.TokenCosine, a.CosineLimit, a.MatrixError)
+	fmt.Fprintf(w, "  relative error %.3g (limit %.3g)\n", a.RelError, a.RelLimit)
 }
