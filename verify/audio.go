@@ -18,21 +18,6 @@ type AudioResult struct {
 	FeatureAgreement
 }
 
-// audioConfig reads the audio encoder's hyperparameters when verify/forward
-// runs its projector type; nil otherwise.
-func (v *verifier) audioConfig() *forward.AudioConfig {
-	c, err := forward.ParseAudioConfig(v.f)
-	switch {
-	case errors.Is(err, forward.ErrUnsupported):
-		return nil
-	case err != nil:
-		v.fail(CheckMetadata, "", err.Error())
-		v.broken = true
-		return nil
-	}
-	return c
-}
-
 // runAudio runs the audio encoder of the file (and of the reference) over
 // the fixed input and fills the report's Audio section.
 func (v *verifier) runAudio(ctx context.Context) error {

@@ -28,26 +28,13 @@ func TestAudioForward(t *testing.T) {
 			if !alone.OK || alone.Audio == nil || alone.Audio.Tokens == 0 {
 				t.Fatalf("F32 alone: OK %v, problems %v, audio %+v", alone.OK, alone.Problems, alone.Audio)
 			}
-			for _, outType := range []string{"f32", "q8_0"} {
-				path := f32
-				if outType != "f32" {
-					path = convertMMProj(t, dir, outType)
+			t.Logf("%d bins × %d frames", alone.Audio.Bins, alone.Audio.Frames)
+			checkTowerForward(t, dir, f32, ref, "audio features", func(r *Report) *FeatureAgreement {
+				if r.Audio == nil {
+					return nil
 				}
-				rep := run(t, open(t, path), ref, Options{})
-				ar := rep.Audio
-				if ar == nil {
-					t.Fatalf("%s: no audio forward pass: %v", outType, rep.Problems)
-				}
-				t.Logf("%s: %d bins × %d frames, %d features of %d: cosine %.9f (tokens ≥ %.9f, limit %.7f), relative error %.3g (limit %.3g), matrix error %.3g",
-					outType, ar.Bins, ar.Frames, ar.Tokens, ar.Dim, ar.Cosine, ar.TokenCosine, ar.CosineLimit, ar.RelError, ar.RelLimit, ar.MatrixError)
-				if !rep.OK {
-					t.Errorf("%s against the checkpoint: %v", outType, rep.Problems)
-				}
-			}
-			for _, b := range []struct {
-				name   string
-				break_ func(t *testing.T, m *model)
-			}{
+				return &r.Audio.FeatureAgreement
+			}, []towerBreak{
 				{"convolution taps reversed", func(t *testing.T, m *model) {
 					ts := m.tensor(t, "a.conv1d.1.weight")
 					w := f32s(ts)
@@ -60,18 +47,49 @@ func TestAudioForward(t *testing.T) {
 				{"wrong norm epsilon", func(t *testing.T, m *model) {
 					m.setKV("clip.audio.attention.layer_norm_epsilon", gguf.Float32(10))
 				}},
-			} {
-				m := loadModel(t, f32)
-				b.break_(t, m)
-				rep := run(t, open(t, m.write(t)), ref, Options{})
-				var msgs []string
-				for _, p := range rep.Problems {
-					msgs = append(msgs, p.String())
-				}
-				if rep.OK || !strings.Contains(strings.Join(msgs, "\n"), "forward: audio features: ") {
-					t.Errorf("%s: OK %v, no forward problem on the audio features in %q", b.name, rep.OK, msgs)
-				}
-			}
+			})
 		})
+	}
+}
+
+// towerBreak is a way to break a projector file.
+type towerBreak struct {
+	name   string
+	break_ func(t *testing.T, m *model)
+}
+
+// checkTowerForward verifies a fixture's F32 and Q8_0 projector files
+// against the checkpoint (the tower's agreement, from get, within the
+// limits), then each of breaks applied to the F32 file, which must fail
+// with a forward problem naming what.
+func checkTowerForward(t *testing.T, dir, f32 string, ref Reference, what string, get func(*Report) *FeatureAgreement, breaks []towerBreak) {
+	t.Helper()
+	for _, outType := range []string{"f32", "q8_0"} {
+		path := f32
+		if outType != "f32" {
+			path = convertMMProj(t, dir, outType)
+		}
+		rep := run(t, open(t, path), ref, Options{})
+		a := get(rep)
+		if a == nil {
+			t.Fatalf("%s: no forward pass of the tower: %v", outType, rep.Problems)
+		}
+		t.Logf("%s: %d features of %d: cosine %.9f (tokens ≥ %.9f, limit %.7f), relative error %.3g (limit %.3g), matrix error %.3g",
+			outType, a.Tokens, a.Dim, a.Cosine, a.TokenCosine, a.CosineLimit, a.RelError, a.RelLimit, a.MatrixError)
+		if !rep.OK {
+			t.Errorf("%s against the checkpoint: %v", outType, rep.Problems)
+		}
+	}
+	for _, b := range breaks {
+		m := loadModel(t, f32)
+		b.break_(t, m)
+		rep := run(t, open(t, m.write(t)), ref, Options{})
+		var msgs []string
+		for _, p := range rep.Problems {
+			msgs = append(msgs, p.String())
+		}
+		if rep.OK || !strings.Contains(strings.Join(msgs, "\n"), "forward: "+what+": ") {
+			t.Errorf("%s: OK %v, no forward problem on the %s in %q", b.name, rep.OK, what, msgs)
+		}
 	}
 }

@@ -235,9 +235,9 @@ func (v *verifier) checkMMProj() {
 	info, probs := ReadMMProj(v.f)
 	v.rep.Problems = append(v.rep.Problems, probs...)
 	if info.Vision != nil && len(probs) == 0 && slices.Contains(forward.VisionProjectors, info.Projector) {
-		v.vision = v.visionConfig()
+		v.vision = towerConfig(v, forward.ParseVisionConfig)
 	} else if info.Audio != nil && len(probs) == 0 && slices.Contains(forward.AudioProjectors, info.Projector) {
-		v.audio = v.audioConfig()
+		v.audio = towerConfig(v, forward.ParseAudioConfig)
 	}
 	if _, ok := v.f.Tensor("v.token_embd.img_break"); info.Projector == "pixtral" && !ok {
 		v.rep.Warnings = append(v.rep.Warnings, "no v.token_embd.img_break: llama.cpp's clip loader (0c1e570) requires it for "+

@@ -37,10 +37,11 @@ type FeatureAgreement struct {
 	RelError, RelLimit, MatrixError float64
 }
 
-// visionConfig reads the vision tower's hyperparameters when verify/forward
-// runs its projector type; nil otherwise.
-func (v *verifier) visionConfig() *forward.VisionConfig {
-	c, err := forward.ParseVisionConfig(v.f)
+// towerConfig reads a tower's hyperparameters with parse when
+// verify/forward runs its projector type; nil otherwise (a metadata problem
+// when the keys are wrong).
+func towerConfig[C any](v *verifier, parse func(forward.Metadata) (*C, error)) *C {
+	c, err := parse(v.f)
 	switch {
 	case errors.Is(err, forward.ErrUnsupported):
 		return nil

@@ -188,8 +188,14 @@ type verifyEncoderJSON struct {
 // verifyVisionJSON is a projector file's vision tower run over the fixed
 // image.
 type verifyVisionJSON struct {
-	Width       int        `json:"image_width"`
-	Height      int        `json:"image_height"`
+	Width  int `json:"image_width"`
+	Height int `json:"image_height"`
+	verifyFeaturesJSON
+}
+
+// verifyFeaturesJSON is a tower's features and, with a source, their
+// agreement with the source's.
+type verifyFeaturesJSON struct {
 	Tokens      int        `json:"tokens"`
 	Dim         int        `json:"dim"`
 	Cosine      *jsonFloat `json:"cosine,omitempty"`
@@ -200,19 +206,22 @@ type verifyVisionJSON struct {
 	MatrixError *jsonFloat `json:"matrix_error,omitempty"`
 }
 
+// featuresJSON is a tower's agreement for the JSON report.
+func featuresJSON(rep *verify.Report, a *verify.FeatureAgreement) verifyFeaturesJSON {
+	j := verifyFeaturesJSON{Tokens: a.Tokens, Dim: a.Dim}
+	if rep.HasReference {
+		j.Cosine, j.TokenCosine, j.CosineLimit = ptr(jsonFloat(a.Cosine)), ptr(jsonFloat(a.TokenCosine)), ptr(jsonFloat(a.CosineLimit))
+		j.RelError, j.RelLimit, j.MatrixError = ptr(jsonFloat(a.RelError)), ptr(jsonFloat(a.RelLimit)), ptr(jsonFloat(a.MatrixError))
+	}
+	return j
+}
+
 // verifyAudioJSON is a projector file's audio encoder run over the fixed
 // log-mel input.
 type verifyAudioJSON struct {
-	Bins        int        `json:"mel_bins"`
-	Frames      int        `json:"frames"`
-	Tokens      int        `json:"tokens"`
-	Dim         int        `json:"dim"`
-	Cosine      *jsonFloat `json:"cosine,omitempty"`
-	TokenCosine *jsonFloat `json:"token_cosine,omitempty"`
-	CosineLimit *jsonFloat `json:"cosine_limit,omitempty"`
-	RelError    *jsonFloat `json:"rel_error,omitempty"`
-	RelLimit    *jsonFloat `json:"rel_limit,omitempty"`
-	MatrixError *jsonFloat `json:"matrix_error,omitempty"`
+	Bins   int `json:"mel_bins"`
+	Frames int `json:"frames"`
+	verifyFeaturesJSON
 }
 
 type verifyJSON struct {
@@ -270,20 +279,10 @@ func writeVerifyJSON(w io.Writer, rep *verify.Report) error {
 		out.Encoder = ej
 	}
 	if vr := rep.Vision; vr != nil {
-		vj := &verifyVisionJSON{Width: vr.Width, Height: vr.Height, Tokens: vr.Tokens, Dim: vr.Dim}
-		if rep.HasReference {
-			vj.Cosine, vj.TokenCosine, vj.CosineLimit = ptr(jsonFloat(vr.Cosine)), ptr(jsonFloat(vr.TokenCosine)), ptr(jsonFloat(vr.CosineLimit))
-			vj.RelError, vj.RelLimit, vj.MatrixError = ptr(jsonFloat(vr.RelError)), ptr(jsonFloat(vr.RelLimit)), ptr(jsonFloat(vr.MatrixError))
-		}
-		out.Vision = vj
+		out.Vision = &verifyVisionJSON{Width: vr.Width, Height: vr.Height, verifyFeaturesJSON: featuresJSON(rep, &vr.FeatureAgreement)}
 	}
 	if ar := rep.Audio; ar != nil {
-		aj := &verifyAudioJSON{Bins: ar.Bins, Frames: ar.Frames, Tokens: ar.Tokens, Dim: ar.Dim}
-		if rep.HasReference {
-			aj.Cosine, aj.TokenCosine, aj.CosineLimit = ptr(jsonFloat(ar.Cosine)), ptr(jsonFloat(ar.TokenCosine)), ptr(jsonFloat(ar.CosineLimit))
-			aj.RelError, aj.RelLimit, aj.MatrixError = ptr(jsonFloat(ar.RelError)), ptr(jsonFloat(ar.RelLimit)), ptr(jsonFloat(ar.MatrixError))
-		}
-		out.Audio = aj
+		out.Audio = &verifyAudioJSON{Bins: ar.Bins, Frames: ar.Frames, verifyFeaturesJSON: featuresJSON(rep, &ar.FeatureAgreement)}
 	}
 	e := json.NewEncoder(w)
 	e.SetEscapeHTML(false)

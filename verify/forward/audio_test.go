@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
+	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
 )
 
 // audioFixture is a fixture's mmproj/audio.json: the fixed log-mel input and
@@ -22,6 +23,20 @@ type audioFixture struct {
 	AudioFeatures struct {
 		Shape []int `json:"shape"`
 	} `json:"audio_features"`
+}
+
+// loadAudio reads a projector file's audio encoder.
+func loadAudio(t *testing.T, f *ggufread.File) *Audio {
+	t.Helper()
+	c, err := ParseAudioConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := LoadAudio(c, GGUFWeights(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // TestAudioTransformers runs each audio encoder of an F32 projector
@@ -46,15 +61,7 @@ func TestAudioTransformers(t *testing.T) {
 			if e := RelError(TestMel(bins, frames), mel); e > 1e-6 {
 				t.Errorf("TestMel: relative error %.3g from the fixture's input", e)
 			}
-			f := convertMMProj(t, name)
-			c, err := ParseAudioConfig(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := LoadAudio(c, GGUFWeights(f))
-			if err != nil {
-				t.Fatal(err)
-			}
+			a := loadAudio(t, convertMMProj(t, name))
 			got, err := a.Features(context.Background(), mel, frames, 2)
 			if err != nil {
 				t.Fatal(err)
@@ -93,14 +100,8 @@ func TestAudioErrors(t *testing.T) {
 			}
 		})
 	}
-	c, err := ParseAudioConfig(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := LoadAudio(c, GGUFWeights(f))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := loadAudio(t, f)
+	c := a.Config
 	for _, frames := range []int{0, 6, a.MaxFrames + 4} {
 		if _, err := a.Features(context.Background(), TestMel(c.MelBins, frames), frames, 1); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%d frames: error %v", frames, err)
