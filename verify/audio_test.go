@@ -15,7 +15,7 @@ import (
 // could break them (the convolution kernel's taps reversed, a wrong norm
 // epsilon) fail with a forward problem that names the audio features.
 func TestAudioForward(t *testing.T) {
-	for _, fixture := range []string{"qwen2audio"} {
+	for _, fixture := range []string{"qwen2audio", "voxtral"} {
 		t.Run(fixture, func(t *testing.T) {
 			dir := assembleFixture(t, fixture)
 			ref, err := OpenMMProjCheckpoint(context.Background(), dir)

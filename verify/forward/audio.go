@@ -14,12 +14,17 @@ import (
 // vision towers' blocks, tensors named a.blk.N.*), average pooling of
 // frame pairs and the projector.
 
-// projQwen2A is Qwen2-Audio's projector type.
-const projQwen2A = "qwen2a"
+// Audio projector types with a forward pass.
+const (
+	projQwen2A  = "qwen2a"
+	projVoxtral = "voxtral"
+)
 
-// AudioProjectors are the projector types Audio runs: Qwen2-Audio's
-// encoder with its linear projector (clip_graph_whisper_enc).
-var AudioProjectors = []string{projQwen2A}
+// AudioProjectors are the projector types Audio runs
+// (clip_graph_whisper_enc): Qwen2-Audio's encoder with its linear
+// projector, and Voxtral's with its frame stacking and two-layer
+// projector.
+var AudioProjectors = []string{projQwen2A, projVoxtral}
 
 // AudioConfig holds an audio encoder's hyperparameters as clip.cpp's
 // clip_model_loader reads them (clip.audio.*).
@@ -27,6 +32,9 @@ type AudioConfig struct {
 	Projector                                 string
 	Embd, FF, Heads, Layers, ProjDim, MelBins int
 	Eps                                       float32
+	// Stack is how many pooled positions Voxtral's projector takes side
+	// by side (clip.audio.projector.stack_factor).
+	Stack int
 }
 
 // ParseAudioConfig reads a projector file's audio encoder (its type
@@ -44,7 +52,7 @@ func ParseAudioConfig(md Metadata) (*AudioConfig, error) {
 			return nil, err
 		}
 	}
-	if c.Projector != projQwen2A {
+	if c.Projector != projQwen2A && c.Projector != projVoxtral {
 		return nil, fmt.Errorf("%w: no audio forward pass for projector %q", ErrUnsupported, c.Projector)
 	}
 	for _, k := range []struct {
@@ -68,6 +76,15 @@ func ParseAudioConfig(md Metadata) (*AudioConfig, error) {
 	if _, err := r.f32("clip.audio.attention.layer_norm_epsilon", &c.Eps, true); err != nil {
 		return nil, err
 	}
+	c.Stack = 1
+	if c.Projector == projVoxtral {
+		if _, err := r.u32("clip.audio.projector.stack_factor", &c.Stack, true); err != nil {
+			return nil, err
+		}
+		if c.Stack <= 0 || c.Stack*c.Embd > maxDim {
+			return nil, fmt.Errorf("%w: clip.audio.projector.stack_factor = %d", ErrMetadata, c.Stack)
+		}
+	}
 	return c, nil
 }
 
@@ -83,7 +100,9 @@ type Audio struct {
 	// MaxFrames is the most log-mel frames the position table covers (two
 	// a position: the second convolution has stride 2).
 	MaxFrames int
-	fc, fcB   []float32
+	// Qwen2-Audio's projector is mm.a.fc; Voxtral's mm.a.mlp.1, erf GELU,
+	// mm.a.mlp.2.
+	fc, fcB, mlp1, mlp1B, mlp2, mlp2B []float32
 }
 
 // LoadAudio reads an audio encoder's weights (ErrWeights for a missing
@@ -102,7 +121,13 @@ func LoadAudio(c *AudioConfig, w Weights) (*Audio, error) {
 	a.pos, a.MaxFrames = l.get("a.position_embd.weight", n, rows, true), 2*rows
 	a.blocks.postLnW, a.blocks.postLnB = l.get("a.post_ln.weight", n, 1, true), l.get("a.post_ln.bias", n, 1, true)
 	a.blocks.loadLayers(l, "a.")
-	a.fc, a.fcB = l.get("mm.a.fc.weight", n, c.ProjDim, true), l.get("mm.a.fc.bias", c.ProjDim, 1, true)
+	if c.Projector == projVoxtral {
+		hidden := tensorDim(w, "mm.a.mlp.1.weight", 1)
+		a.mlp1, a.mlp1B = l.get("mm.a.mlp.1.weight", n*c.Stack, hidden, true), l.get("mm.a.mlp.1.bias", hidden, 1, false)
+		a.mlp2, a.mlp2B = l.get("mm.a.mlp.2.weight", hidden, c.ProjDim, true), l.get("mm.a.mlp.2.bias", c.ProjDim, 1, false)
+	} else {
+		a.fc, a.fcB = l.get("mm.a.fc.weight", n, c.ProjDim, true), l.get("mm.a.fc.bias", c.ProjDim, 1, true)
+	}
 	if l.err != nil {
 		return nil, l.err
 	}
@@ -118,19 +143,20 @@ func fp16Round(xs []float32) []float32 {
 }
 
 // Features runs the encoder and its projector over a log-mel spectrogram
-// of frames columns ([MelBins][frames] values, frames even and at most
-// MaxFrames) and returns one embedding per pair of encoder positions.
+// of frames columns ([MelBins][frames] values, frames a multiple of 4 (of
+// 4·Stack for Voxtral) and at most MaxFrames) and returns one embedding per
+// pair of encoder positions (per Stack pairs for Voxtral).
 func (a *Audio) Features(ctx context.Context, mel []float32, frames, threads int) ([][]float32, error) {
 	c := a.Config
-	if frames <= 0 || frames%4 != 0 || frames > a.MaxFrames || len(mel) != c.MelBins*frames {
-		return nil, fmt.Errorf("%w: %d log-mel values for %d frames of %d bins (frames a multiple of 4, at most %d)",
-			ErrUnsupported, len(mel), frames, c.MelBins, a.MaxFrames)
+	if frames <= 0 || frames%(4*c.Stack) != 0 || frames > a.MaxFrames || len(mel) != c.MelBins*frames {
+		return nil, fmt.Errorf("%w: %d log-mel values for %d frames of %d bins (frames a multiple of %d, at most %d)",
+			ErrUnsupported, len(mel), frames, c.MelBins, 4*c.Stack, a.MaxFrames)
 	}
-	in := alloc2(c.MelBins, frames)
-	for b := range in {
-		copy(in[b], mel[b*frames:(b+1)*frames])
+	bins := alloc2(c.MelBins, frames)
+	for b := range bins {
+		copy(bins[b], mel[b*frames:(b+1)*frames])
 	}
-	h := conv1d(in, a.conv1, a.conv1B, 1)
+	h := conv1d(bins, a.conv1, a.conv1B, 1)
 	h = conv1d(h, a.conv2, a.conv2B, 2)
 	n, T := c.Embd, len(h[0])
 	x := alloc2(T, n)
@@ -142,15 +168,35 @@ func (a *Audio) Features(ctx context.Context, mel []float32, frames, threads int
 	if _, err := a.blocks.blocks(ctx, x, &patchGrid{}, threads); err != nil {
 		return nil, err
 	}
-	// Average pooling of position pairs, the post-LayerNorm, then mm.a.fc.
-	out := alloc2(T/2, c.ProjDim)
-	pooled := make([]float32, n)
-	for o := range out {
-		for e := range pooled {
-			pooled[e] = (x[2*o][e] + x[2*o+1][e]) / 2
+	// Average pooling of position pairs and the post-LayerNorm (in
+	// build_vit), then the projector: Qwen2-Audio's mm.a.fc of each pooled
+	// position, Voxtral's two layers over Stack of them side by side.
+	pooled := alloc2(T/2, n)
+	for o, p := range pooled {
+		for e := range p {
+			p[e] = (x[2*o][e] + x[2*o+1][e]) / 2
 		}
-		layerNorm(pooled, pooled, a.blocks.postLnW, a.blocks.postLnB, c.Eps)
-		project(out[o], a.fc, a.fcB, pooled)
+		layerNorm(p, p, a.blocks.postLnW, a.blocks.postLnB, c.Eps)
+	}
+	out := alloc2(len(pooled)/c.Stack, c.ProjDim)
+	var hidden []float32
+	if a.mlp1 != nil {
+		hidden = make([]float32, len(a.mlp1)/(n*c.Stack))
+	}
+	in := make([]float32, n*c.Stack)
+	for o := range out {
+		for i := range c.Stack {
+			copy(in[i*n:(i+1)*n], pooled[o*c.Stack+i])
+		}
+		if a.mlp1 == nil {
+			project(out[o], a.fc, a.fcB, in)
+			continue
+		}
+		project(hidden, a.mlp1, a.mlp1B, in)
+		for j, h := range hidden {
+			hidden[j] = geluErf(h)
+		}
+		project(out[o], a.mlp2, a.mlp2B, hidden)
 	}
 	return out, nil
 }

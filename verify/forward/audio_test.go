@@ -44,7 +44,7 @@ func loadAudio(t *testing.T, f *ggufread.File) *Audio {
 // features with transformers' (float32, eager attention), within the
 // vision towers' limits; it also checks that TestMel is that input.
 func TestAudioTransformers(t *testing.T) {
-	for _, name := range []string{"qwen2audio"} {
+	for _, name := range []string{"qwen2audio", "voxtral"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(fixtures, name, "mmproj")
 			raw, err := os.ReadFile(filepath.Join(dir, "audio.json"))
@@ -90,6 +90,7 @@ func TestAudioErrors(t *testing.T) {
 		want      error
 	}{
 		{"unknown projector", "clip.projector_type", gguf.String("ultravox"), ErrUnsupported},
+		{"voxtral without a stack factor", "clip.projector_type", gguf.String("voxtral"), ErrMetadata},
 		{"no mel bins", "clip.audio.num_mel_bins", gguf.Uint32(0), ErrMetadata},
 		{"heads not dividing", "clip.audio.attention.head_count", gguf.Uint32(3), ErrMetadata},
 		{"epsilon of the wrong type", "clip.audio.attention.layer_norm_epsilon", gguf.String("1e-5"), ErrMetadata},

@@ -11,9 +11,9 @@
 // vision towers of multimodal projector files (tools/mtmd/models/*.cpp:
 // Gemma 3, Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Pixtral / Mistral 3, SmolVLM,
 // LFM2-VL, InternVL, GLM-4.1V / GLM-4.5V) on a
-// preprocessed image, and audio.go Qwen2-Audio's Whisper-style encoder
-// (whisper-enc.cpp) on a log-mel input; their weights are decoded to
-// float32 and multiplied in float32.
+// preprocessed image, and audio.go the Whisper-style encoders of
+// Qwen2-Audio and Voxtral (whisper-enc.cpp) on a log-mel input; their
+// weights are decoded to float32 and multiplied in float32.
 //
 // A model is described by GGUF metadata (ParseConfig reads it the way
 // llama_model_base::load_hparams and each load_arch_hparams do, with the same
