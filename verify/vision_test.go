@@ -47,6 +47,7 @@ func TestVisionForward(t *testing.T) {
 		{"internvl", 1e4}, // its hidden states vary widely: an epsilon of 10 moves the features within the limit
 		{"glm4v", 10},
 		{"glm4vmoe", 10},
+		{"gemma4", 10},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()

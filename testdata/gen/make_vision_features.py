@@ -45,7 +45,8 @@ sys.path.insert(0, HERE)
 # position table's: llama.cpp resizes the table bicubically, which verify/forward does not implement).
 IMAGES = {"gemma3mm": (28, 28), "qwen2vl": (140, 196), "qwen25vl": (140, 196), "qwen3vl": (256, 320), "mistral3": (28, 56),
           "pixtral": (48, 64), "smolvlm": (64, 64), "lfm2vl": (288, 320),
-          "internvl": (56, 56), "glm4v": (4, 4), "glm4vmoe": (4, 4)}
+          "internvl": (56, 56), "glm4v": (4, 4), "glm4vmoe": (4, 4),
+          "gemma4": (96, 144), "gemma4moe": (96, 144)}
 
 PATTERN = "r = (37x + 11y) mod 256, g = (17x + 53y + 80) mod 256, b = (xy + 3x + 160) mod 256 (x column, y row)"
 
@@ -71,7 +72,10 @@ POOL2 = {"gemma3mm": {"mm_tokens_per_image": 1}}
 # LFM2-VL's vision_feature_layer -2 leaves the tower's last block unused: llama.cpp's converter writes a block count
 # one less (the last block's tensors unused), transformers runs every block; its features are computed with the
 # tower cut as llama.cpp runs it (the post-LayerNorm kept).
-TOWER = {"lfm2vl": {"vision_config.num_hidden_layers": 2}}
+# Gemma 4's projector conversion writes no clip.use_gelu, so llama.cpp's clip loader gives its vision blocks GELU-quick
+# (x·σ(1.702x)) where transformers uses gelu_pytorch_tanh; its features are computed with that activation.
+TOWER = {"lfm2vl": {"vision_config.num_hidden_layers": 2}, "gemma4": {"vision_config.hidden_activation": "quick_gelu"},
+         "gemma4moe": {"vision_config.hidden_activation": "quick_gelu"}}
 
 
 # llama.cpp's InternVL graph appends the class token after the patches and adds the position table's rows in that
@@ -88,7 +92,7 @@ ADJUST = {"internvl": llamacpp_internvl_positions}
 @torch.no_grad()
 def features(name, folder, spec, img, overrides=None):
     from PIL import Image
-    proc = None if name in ("lfm2vl", "glm4v", "glm4vmoe") else transformers.AutoImageProcessor.from_pretrained(folder, backend="pil")
+    proc = None if name in ("lfm2vl", "glm4v", "glm4vmoe", "gemma4", "gemma4moe") else transformers.AutoImageProcessor.from_pretrained(folder, backend="pil")
     kw = {}
     if overrides:
         cfg = transformers.AutoConfig.from_pretrained(folder)
@@ -156,6 +160,22 @@ def features(name, folder, spec, img, overrides=None):
         feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
         feats = torch.cat(list(feats), dim=0)
         call = "get_image_features(pixel_values, image_grid_thw)"
+    elif name in ("gemma4", "gemma4moe"):
+        # Gemma 4's processor rescales only (the model maps [0, 1] to [-1, 1]); its patches of (row, column,
+        # channel) values and their (x, y) positions are made here for an image it keeps (multiples of patch ×
+        # pooling kernel)
+        vc = model.config.vision_config
+        p = vc.patch_size
+        chw = (img.astype(np.float32) / 255).transpose(2, 0, 1)
+        gh, gw = h // p, w // p
+        patches = chw.reshape(3, gh, p, gw, p).transpose(1, 3, 2, 4, 0).reshape(gh * gw, p * p * 3)
+        yy, xx = np.mgrid[0:gh, 0:gw]
+        pos = torch.from_numpy(np.stack([xx, yy], axis=-1).reshape(gh * gw, 2))[None]
+        pv = torch.from_numpy(np.ascontiguousarray(patches))[None]
+        feats = model.get_image_features(pixel_values=pv, image_position_ids=pos)
+        feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
+        feats = torch.cat(list(feats), dim=0) if isinstance(feats, (list, tuple)) else feats.reshape(-1, feats.shape[-1])
+        call = "get_image_features(pixel_values, image_position_ids)"
     elif name == "lfm2vl":
         # Lfm2VlImageProcessor needs torchvision: its steps for an image it neither resizes nor tiles are done here
         # (rescale, normalise with the preprocessor's mean and std, NaFlex patches of (row, column, channel) values)

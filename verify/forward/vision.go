@@ -24,6 +24,7 @@ const (
 	projLFM2    = "lfm2"
 	projIntern  = "internvl"
 	projGLM4V   = "glm4v"
+	projGemma4V = "gemma4v"
 )
 
 // VisionProjectors are the clip.projector_type values Vision runs:
@@ -42,8 +43,10 @@ const (
 // clip_graph_internvl), and GLM-4.1V's / GLM-4.5V's (the Qwen towers'
 // patches and 2-D M-RoPE with RMS-norm SwiGLU blocks, a convolution over
 // each 2×2 block, a LayerNorm + GELU and a SwiGLU projector;
-// clip_graph_glm4v) on images whose patch grid is its position table's.
-var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern, projGLM4V}
+// clip_graph_glm4v) on images whose patch grid is its position table's,
+// and Gemma 4's (x and y position tables, per-head q/k/v norms, 2-D NeoX
+// RoPE, post-norms, clamped linears, average pooling; clip_graph_gemma4v).
+var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern, projGLM4V, projGemma4V}
 
 // Bounds of a tower's image geometry.
 const (
@@ -93,11 +96,19 @@ type VisionConfig struct {
 func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 	r := &kvReader{md: md}
 	c := &VisionConfig{}
-	if _, err := r.str("clip.projector_type", &c.Projector, true); err != nil {
+	// A file with one projector per tower (Gemma 4) names the vision one
+	// clip.vision.projector_type.
+	ok, err := r.str("clip.vision.projector_type", &c.Projector, false)
+	if err != nil {
 		return nil, err
 	}
+	if !ok {
+		if _, err := r.str("clip.projector_type", &c.Projector, true); err != nil {
+			return nil, err
+		}
+	}
 	switch c.Projector {
-	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern, projGLM4V:
+	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern, projGLM4V, projGemma4V:
 	default:
 		return nil, fmt.Errorf("%w: no vision forward pass for projector %q", ErrUnsupported, c.Projector)
 	}
@@ -166,6 +177,8 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 	switch c.Projector {
 	case projGemma3:
 		c.Merge, mergeKey = 4, "clip.vision.projector.scale_factor"
+	case projGemma4V:
+		c.Merge, mergeKey = 3, "clip.vision.projector.scale_factor"
 	case projQwen2, projQwen25:
 		c.Merge, c.WindowSize = 2, 112
 		// Only Qwen2.5-VL requires the key (clip.cpp); Qwen2-VL has no windows.
@@ -244,8 +257,53 @@ type visionLayer struct {
 	// ls1 and ls2 scale the attention's and the feed-forward's outputs
 	// (InternVL's layer scales; nil without).
 	ls1, ls2 []float32
+	// Gemma 4: per-head RMS norms of q and k (and of v, without weight),
+	// RMS norms of the attention's and the feed-forward's outputs, and the
+	// clamps of its linears (nil without).
+	qNorm, kNorm, attnPostNorm, ffnPostNorm []float32
+	qC, kC, vC, oC, upC, gateC, downC       *clampRange
 	// deepstack is Qwen3-VL's merger of this block's output (nil without).
 	deepstack *merger
+}
+
+// clampRange is a Gemma4ClippableLinear's bounds: its input clamped to
+// [inMin, inMax], its output to [outMin, outMax].
+type clampRange struct{ inMin, inMax, outMin, outMax float32 }
+
+// loadClamp reads the clamp scalars of the linear named base (base +
+// ".input_min" …), nil when it has none (clip.cpp: ±FLT_MAX for a missing
+// one).
+func loadClamp(l *encLoader, base string) *clampRange {
+	cr := &clampRange{-math.MaxFloat32, math.MaxFloat32, -math.MaxFloat32, math.MaxFloat32}
+	found := false
+	for _, k := range []struct {
+		suffix string
+		dst    *float32
+	}{{".input_min", &cr.inMin}, {".input_max", &cr.inMax}, {".output_min", &cr.outMin}, {".output_max", &cr.outMax}} {
+		if x := l.get(base+k.suffix, 1, 1, false); x != nil {
+			*k.dst, found = x[0], true
+		}
+	}
+	if !found {
+		return nil
+	}
+	return cr
+}
+
+// projectClamped is project between cr's clamps (project alone for nil).
+func projectClamped(out, w, b, x []float32, cr *clampRange) {
+	if cr == nil {
+		project(out, w, b, x)
+		return
+	}
+	in := make([]float32, len(x))
+	for i, v := range x {
+		in[i] = min(max(v, cr.inMin), cr.inMax)
+	}
+	project(out, w, b, in)
+	for i, v := range out {
+		out[i] = min(max(v, cr.outMin), cr.outMax)
+	}
 }
 
 // merger is a Qwen tower's patch merger: each 2×2 block's four states side
@@ -278,6 +336,12 @@ type Vision struct {
 	mmFC, inNormW, inNormB []float32
 	// classEmbd is InternVL's class token, appended after the patches.
 	classEmbd []float32
+	// Gemma 4: the input projection's clamps and the optional
+	// standardisation of the pooled features.
+	inputProjC        *clampRange
+	stdBias, stdScale []float32
+	// posTable is the length of Gemma 4's x and y position tables.
+	posTable int
 	// GLM-4.1V: the RMS norm after the patch embedding, the 2×2 merger
 	// convolution ([Merge][Merge][E][M] in ggml order) and its bias, and
 	// the projector: mm.model.fc, the LayerNorm mm.post_norm, then a
@@ -303,7 +367,7 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 	// InternVL's 6B tower (3200 wide, 45 blocks) has RMS norms
 	// (clip_graph_internvl).
 	intern6B := c.Projector == projIntern && c.Embd == 3200 && c.Layers == 45
-	v := &Vision{Config: c, rms: c.Projector == projQwen25 || c.Projector == projPixtral || c.Projector == projGLM4V || intern6B}
+	v := &Vision{Config: c, rms: c.Projector == projQwen25 || c.Projector == projPixtral || c.Projector == projGLM4V || c.Projector == projGemma4V || intern6B}
 	l := &encLoader{w: w}
 	n, p := c.Embd, c.PatchSize
 	v.patch[0] = l.getN("v.patch_embd.weight", []int{p, p, 3, n}, true)
@@ -337,6 +401,12 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		v.projUp, v.projUpB = l.get("mm.up.weight", v.glmFCOut, v.glmFF, true), l.get("mm.up.bias", v.glmFF, 1, false)
 		v.projGate, v.projGateB = l.get("mm.gate.weight", v.glmFCOut, v.glmFF, true), l.get("mm.gate.bias", v.glmFF, 1, false)
 		v.projDown, v.projDownB = l.get("mm.down.weight", v.glmFF, d, true), l.get("mm.down.bias", d, 1, false)
+	case projGemma4V:
+		size := tensorDim(w, "v.position_embd.weight", 1)
+		v.pos, v.posTable = l.getN("v.position_embd.weight", []int{n, size, 2}, true), size
+		v.inputProj = l.get("mm.input_projection.weight", n, d, true)
+		v.inputProjC = loadClamp(l, "mm.input_projection")
+		v.stdBias, v.stdScale = l.get("v.std_bias", n, 1, false), l.get("v.std_scale", n, 1, false)
 	case projLFM2, projIntern:
 		m := n * c.Merge * c.Merge
 		norm, fc1, fc2 := "mm.input_norm.", "mm.1.", "mm.2."
@@ -414,6 +484,13 @@ func (v *Vision) loadLayers(l *encLoader, prefix string) {
 		L.gate, L.gateB = l.get(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
 		L.down, L.downB = l.get(down+".weight", ff, n, true), l.get(down+".bias", n, 1, false)
 		L.ls1, L.ls2 = l.get(b+"ls1.weight", n, 1, false), l.get(b+"ls2.weight", n, 1, false)
+		if c.Projector == projGemma4V {
+			hd := n / c.Heads
+			L.qNorm, L.kNorm = l.get(b+"attn_q_norm.weight", hd, 1, false), l.get(b+"attn_k_norm.weight", hd, 1, false)
+			L.attnPostNorm, L.ffnPostNorm = l.get(b+"attn_post_norm.weight", n, 1, false), l.get(b+"ffn_post_norm.weight", n, 1, false)
+			L.qC, L.kC, L.vC, L.oC = loadClamp(l, b+"attn_q"), loadClamp(l, b+"attn_k"), loadClamp(l, b+"attn_v"), loadClamp(l, b+"attn_out")
+			L.upC, L.gateC, L.downC = loadClamp(l, up), loadClamp(l, b+"ffn_gate"), loadClamp(l, down)
+		}
 	}
 }
 
@@ -489,6 +566,17 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 		// does not implement.
 		return nil, fmt.Errorf("%w: the glm4v tower is run on %d×%d images only (its position table's grid)", ErrUnsupported, v.posSide*p, v.posSide*p)
 	}
+	if c.Projector == projGemma4V {
+		if g.nx > v.posTable || g.ny > v.posTable {
+			return nil, fmt.Errorf("%w: %d×%d patches, Gemma 4's position tables have %d", ErrUnsupported, g.nx, g.ny, v.posTable)
+		}
+		// clip_graph_gemma4v's 2·x − 1 of the [0, 1] pixels.
+		scaled := &Image{Width: img.Width, Height: img.Height, Pix: make([]float32, len(img.Pix))}
+		for i, p := range img.Pix {
+			scaled.Pix[i] = 2*p - 1
+		}
+		img = scaled
+	}
 	x := v.embedPatches(img, g)
 	if v.normEmbd != nil {
 		for t := range x {
@@ -502,9 +590,20 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 		// row.
 		x = append(x, slices.Clone(v.classEmbd))
 	}
-	if v.posSide > 0 {
+	switch {
+	case v.posTable > 0:
+		// Gemma 4: the column's row of the x table plus the row's of the y
+		// table.
+		n, xs := c.Embd, v.pos[:v.posTable*c.Embd]
+		ys := v.pos[v.posTable*c.Embd:]
+		for t := range x {
+			for j := range n {
+				x[t][j] += xs[g.x[t]*n+j] + ys[g.y[t]*n+j]
+			}
+		}
+	case v.posSide > 0:
 		v.addResizedPositions(x, g)
-	} else if v.pos != nil {
+	case v.pos != nil:
 		for t := range x {
 			for j := range x[t] {
 				x[t][j] += v.pos[t*c.Embd+j]
@@ -532,6 +631,8 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 		return v.shuffleProjector(x[:g.nx*g.ny], g), nil
 	case projGLM4V:
 		return v.glm4vProjector(x), nil
+	case projGemma4V:
+		return v.gemma4Projector(x, g), nil
 	case projQwen2, projQwen25, projQwen3:
 		out := v.merge(x, v.qwenMerger)
 		// Qwen3-VL's deepstack features follow each token's own
@@ -634,6 +735,10 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 	caches, mode := v.ropeCaches(g)
 	window := v.windows(g)
 	scale := float32(1 / math.Sqrt(float64(hd)))
+	gemma4 := c.Projector == projGemma4V
+	if gemma4 {
+		scale = 1 // clip_graph_gemma4v's kq_scale
+	}
 	q, k, val, attn := alloc2(T, n), alloc2(T, n), alloc2(T, n), alloc2(T, n)
 	var deep [][][]float32
 	for il := range v.layers {
@@ -642,12 +747,32 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 		err := parallel(ctx, threads, T, func(_, t int) error {
 			cur := make([]float32, n)
 			v.norm(cur, x[t], L.ln1W, L.ln1B)
-			project(q[t], L.q, L.qB, cur)
-			project(k[t], L.k, L.kB, cur)
-			project(val[t], L.v, L.vB, cur)
+			projectClamped(q[t], L.q, L.qB, cur, L.qC)
+			projectClamped(k[t], L.k, L.kB, cur, L.kC)
+			projectClamped(val[t], L.v, L.vB, cur, L.vC)
+			for h := 0; gemma4 && h < c.Heads; h++ {
+				qh, kh, vh := q[t][h*hd:(h+1)*hd], k[t][h*hd:(h+1)*hd], val[t][h*hd:(h+1)*hd]
+				if L.qNorm != nil {
+					rmsNorm(qh, qh, L.qNorm, c.Eps)
+				}
+				if L.kNorm != nil {
+					rmsNorm(kh, kh, L.kNorm, c.Eps)
+				}
+				rmsNormPlain(vh, vh, c.Eps)
+			}
 			for h := 0; caches != nil && h < c.Heads; h++ {
-				rope(q[t][h*hd:(h+1)*hd], caches[t], hd, mode)
-				rope(k[t][h*hd:(h+1)*hd], caches[t], hd, mode)
+				qh, kh := q[t][h*hd:(h+1)*hd], k[t][h*hd:(h+1)*hd]
+				if gemma4 {
+					// Two NeoX rotations: the first half of the head by
+					// the column, the second by the row.
+					for _, part := range [][2]int{{0, hd / 2}, {hd / 2, hd}} {
+						rope(qh[part[0]:part[1]], caches[t][part[0]:part[1]], hd/2, ropeNeox)
+						rope(kh[part[0]:part[1]], caches[t][part[0]:part[1]], hd/2, ropeNeox)
+					}
+					continue
+				}
+				rope(qh, caches[t], hd, mode)
+				rope(kh, caches[t], hd, mode)
 			}
 			return nil
 		})
@@ -683,12 +808,21 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 		}
 		err = parallel(ctx, threads, T, func(_, t int) error {
 			cur := make([]float32, n)
-			project(cur, L.o, L.oB, attn[t])
+			projectClamped(cur, L.o, L.oB, attn[t], L.oC)
 			for j := range cur {
-				x[t][j] += cur[j] * scaleAt(L.ls1, j)
+				cur[j] *= scaleAt(L.ls1, j)
+			}
+			if L.attnPostNorm != nil {
+				rmsNorm(cur, cur, L.attnPostNorm, c.Eps)
+			}
+			for j := range cur {
+				x[t][j] += cur[j]
 			}
 			v.norm(cur, x[t], L.ln2W, L.ln2B)
 			out := v.ffn(L, cur)
+			if L.ffnPostNorm != nil {
+				rmsNorm(out, out, L.ffnPostNorm, c.Eps)
+			}
 			for j := range out {
 				x[t][j] += out[j] * scaleAt(L.ls2, j)
 			}
@@ -729,10 +863,10 @@ func project(out, w, b, x []float32) {
 // up when there is a gate, else of up, then down.
 func (v *Vision) ffn(L *visionLayer, in []float32) []float32 {
 	up := make([]float32, v.Config.FF)
-	project(up, L.up, L.upB, in)
+	projectClamped(up, L.up, L.upB, in, L.upC)
 	if L.gate != nil {
 		gate := make([]float32, len(up))
-		project(gate, L.gate, L.gateB, in)
+		projectClamped(gate, L.gate, L.gateB, in, L.gateC)
 		for j, gv := range gate {
 			up[j] *= v.act(gv)
 		}
@@ -742,7 +876,7 @@ func (v *Vision) ffn(L *visionLayer, in []float32) []float32 {
 		}
 	}
 	out := make([]float32, v.Config.Embd)
-	project(out, L.down, L.downB, up)
+	projectClamped(out, L.down, L.downB, up, L.downC)
 	return out
 }
 
@@ -792,6 +926,22 @@ func (v *Vision) ropeCaches(g *patchGrid) ([][]float32, ropeMode) {
 				cos, sin := ropeYarn(theta, 1, [2]float32{}, i0, 0, 1)
 				caches[t][i0], caches[t][i0+1] = cos, sin
 				theta *= thetaScale
+			}
+		}
+		return caches, ropeNeox
+	case projGemma4V:
+		// clip_graph_gemma4v: per half of the head, NeoX pairs at
+		// frequencies 100^(−2i/(hd/2)) of the column, then of the row.
+		thetaScale := float32(math.Pow(100, float64(-2/float32(hd/2))))
+		caches := alloc2(len(g.y), hd)
+		for t := range caches {
+			for part, pos := range []int{g.x[t], g.y[t]} {
+				theta := float32(pos)
+				for i0 := 0; i0 < hd/2; i0 += 2 {
+					cos, sin := ropeYarn(theta, 1, [2]float32{}, i0, 0, 1)
+					caches[t][part*hd/2+i0], caches[t][part*hd/2+i0+1] = cos, sin
+					theta *= thetaScale
+				}
 			}
 		}
 		return caches, ropeNeox
@@ -943,6 +1093,36 @@ func (v *Vision) glm4vProjector(x [][]float32) [][]float32 {
 	return out
 }
 
+// gemma4Projector is clip_graph_gemma4v's pooler and embedder: average
+// pooling of Merge × Merge patches, × √E, the standardisation when the
+// file has it, an RMS norm without weight and the clamped input
+// projection.
+func (v *Vision) gemma4Projector(x [][]float32, g *patchGrid) [][]float32 {
+	c := v.Config
+	k, cols := c.Merge, g.nx/c.Merge
+	out := alloc2(cols*(g.ny/k), c.ProjDim)
+	pooled := make([]float32, c.Embd)
+	scale := float32(math.Sqrt(float64(c.Embd)))
+	for o := range out {
+		oy, ox := o/cols, o%cols
+		for j := range pooled {
+			var s float32
+			for dy := range k {
+				for dx := range k {
+					s += x[(oy*k+dy)*g.nx+ox*k+dx][j]
+				}
+			}
+			pooled[j] = s / float32(k*k) * scale
+			if v.stdBias != nil && v.stdScale != nil {
+				pooled[j] = (pooled[j] - v.stdBias[j]) * v.stdScale[j]
+			}
+		}
+		rmsNormPlain(pooled, pooled, c.Eps)
+		projectClamped(out[o], v.inputProj, nil, pooled, v.inputProjC)
+	}
+	return out
+}
+
 // geluErf is ggml_gelu_erf: 0.5·x·(1 + erf(x/√2)).
 func geluErf(x float32) float32 {
 	return float32(0.5 * float64(x) * (1 + math.Erf(float64(x)/math.Sqrt2)))
@@ -1026,6 +1206,8 @@ func (c *VisionConfig) TestImageSize() (width, height int) {
 	switch c.Projector {
 	case projGemma3, projIdefics, projIntern, projGLM4V:
 		return c.ImageSize, c.ImageSize
+	case projGemma4V:
+		return 3 * unit, 2 * unit
 	case projLFM2:
 		return 10 * unit, 9 * unit
 	case projPixtral:

@@ -101,7 +101,7 @@ func loadVision(t *testing.T, md Metadata, f *ggufread.File) (*VisionConfig, *Vi
 // features with transformers' (float32, eager attention); it also checks
 // that NormalizeImage of TestImage is the processor's pixel_values.
 func TestVisionTransformers(t *testing.T) {
-	for _, name := range []string{"gemma3mm", "qwen2vl", "qwen25vl", "qwen3vl", "mistral3", "pixtral", "smolvlm", "lfm2vl", "internvl", "glm4v", "glm4vmoe"} {
+	for _, name := range []string{"gemma3mm", "qwen2vl", "qwen25vl", "qwen3vl", "mistral3", "pixtral", "smolvlm", "lfm2vl", "internvl", "glm4v", "glm4vmoe", "gemma4", "gemma4moe"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ref := readImageFixture(t, name)
