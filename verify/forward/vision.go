@@ -993,18 +993,8 @@ func (v *Vision) gemma3Projector(x [][]float32, g *patchGrid) [][]float32 {
 	k, side := c.Merge, g.nx/c.Merge
 	out := alloc2(side*side, c.ProjDim)
 	pooled := make([]float32, c.Embd)
-	inv := 1 / float32(k*k)
 	for o := range out {
-		oy, ox := o/side, o%side
-		for j := range pooled {
-			var s float32
-			for dy := range k {
-				for dx := range k {
-					s += x[(oy*k+dy)*g.nx+ox*k+dx][j]
-				}
-			}
-			pooled[j] = s * inv
-		}
+		avgPool(pooled, x, g, k, o/side, o%side)
 		rmsNorm(pooled, pooled, v.softEmbNorm, c.Eps)
 		for e, pe := range pooled {
 			row := v.inputProj[e*c.ProjDim : (e+1)*c.ProjDim]
@@ -1093,6 +1083,21 @@ func (v *Vision) glm4vProjector(x [][]float32) [][]float32 {
 	return out
 }
 
+// avgPool writes the mean of the k × k square of tokens at pooled row oy
+// and column ox to dst (ggml_pool_2d, GGML_OP_POOL_AVG).
+func avgPool(dst []float32, x [][]float32, g *patchGrid, k, oy, ox int) {
+	inv := 1 / float32(k*k)
+	for j := range dst {
+		var s float32
+		for dy := range k {
+			for dx := range k {
+				s += x[(oy*k+dy)*g.nx+ox*k+dx][j]
+			}
+		}
+		dst[j] = s * inv
+	}
+}
+
 // gemma4Projector is clip_graph_gemma4v's pooler and embedder: average
 // pooling of Merge × Merge patches, × √E, the standardisation when the
 // file has it, an RMS norm without weight and the clamped input
@@ -1104,15 +1109,9 @@ func (v *Vision) gemma4Projector(x [][]float32, g *patchGrid) [][]float32 {
 	pooled := make([]float32, c.Embd)
 	scale := float32(math.Sqrt(float64(c.Embd)))
 	for o := range out {
-		oy, ox := o/cols, o%cols
+		avgPool(pooled, x, g, k, o/cols, o%cols)
 		for j := range pooled {
-			var s float32
-			for dy := range k {
-				for dx := range k {
-					s += x[(oy*k+dy)*g.nx+ox*k+dx][j]
-				}
-			}
-			pooled[j] = s / float32(k*k) * scale
+			pooled[j] *= scale
 			if v.stdBias != nil && v.stdScale != nil {
 				pooled[j] = (pooled[j] - v.stdBias[j]) * v.stdScale[j]
 			}
