@@ -94,7 +94,9 @@ type Audio struct {
 	// blocks runs the encoder's blocks (LayerNorm, erf-GELU feed-forward).
 	blocks *Vision
 	// conv1 is [E][mel bins][3], conv2 [E][E][3], both rounded to fp16 as
-	// ggml_conv_1d's F16 im2col makes ggml_mul_mat round them.
+	// ggml_conv_1d's F16 im2col makes ggml_mul_mat round them (for a BF16
+	// kernel ggml keeps its im2col in float32: the rounding here then
+	// differs from llama.cpp's by less than fp16's precision).
 	conv1, conv1B, conv2, conv2B []float32
 	pos                          []float32
 	// MaxFrames is the most log-mel frames the position table covers (two
