@@ -15,7 +15,8 @@ import (
 // their towers in words, and the structural checks — the clip.* keys a
 // tower needs, and the tensors each projector type needs with their shapes
 // against those keys. The vision towers of forward.VisionProjectors also
-// get a forward pass over a fixed image (runVision).
+// get a forward pass over a fixed image (runVision), the audio encoders of
+// forward.AudioProjectors one over a fixed log-mel input (runAudio).
 
 // MMProjInfo describes a projector file.
 type MMProjInfo struct {
@@ -234,18 +235,20 @@ func (v *verifier) checkMMProj() {
 	info, probs := ReadMMProj(v.f)
 	v.rep.Problems = append(v.rep.Problems, probs...)
 	if info.Vision != nil && len(probs) == 0 && slices.Contains(forward.VisionProjectors, info.Projector) {
-		v.vision = v.visionConfig()
+		v.vision = towerConfig(v, forward.ParseVisionConfig)
+	} else if info.Audio != nil && len(probs) == 0 && slices.Contains(forward.AudioProjectors, info.Projector) {
+		v.audio = towerConfig(v, forward.ParseAudioConfig)
 	}
 	if _, ok := v.f.Tensor("v.token_embd.img_break"); info.Projector == "pixtral" && !ok {
 		v.rep.Warnings = append(v.rep.Warnings, "no v.token_embd.img_break: llama.cpp's clip loader (0c1e570) requires it for "+
 			"projector pixtral and refuses the file; its converter writes it only from Mistral's own checkpoint layout, "+
 			"not from a Hugging Face one (whose language_model.* tensors it drops first)")
 	}
-	if v.vision == nil {
+	if v.vision == nil && v.audio == nil {
 		v.structureOnly = true
 		v.rep.Warnings = append(v.rep.Warnings, "a multimodal projector: verify checks its keys, tensor set and shapes and "+
 			"its tensors' values; it has no forward pass of its towers (it has one of the vision towers of "+
-			strings.Join(forward.VisionProjectors, ", ")+")")
+			strings.Join(forward.VisionProjectors, ", ")+" and of the audio encoders of "+strings.Join(forward.AudioProjectors, ", ")+")")
 	}
 	if !info.Known {
 		v.rep.Warnings = append(v.rep.Warnings, fmt.Sprintf("projector type %q: ggufkit has no tensor table for it "+

@@ -104,6 +104,9 @@ type Report struct {
 	Encoder *EncoderResult
 	// Vision is a projector file's vision tower run over a fixed image.
 	Vision *VisionResult
+	// Audio is a projector file's audio encoder run over a fixed input
+	// (for a file without a vision tower verify runs).
+	Audio *AudioResult
 }
 
 // ErrCannotRun wraps every error of Run: the verification could not be
@@ -119,6 +122,7 @@ type verifier struct {
 	cfg    *forward.Config        // nil when the metadata is unusable
 	enc    *forward.EncoderConfig // an encoder's, in cfg's place
 	vision *forward.VisionConfig  // a projector file's vision tower, in cfg's place
+	audio  *forward.AudioConfig   // a projector file's audio encoder, in cfg's place
 	tok    *tokenizer.Tokenizer   // nil when the vocabulary does not load
 	vocab  *tokenizer.Vocab
 	broken bool // a structural failure the forward pass cannot run with
@@ -159,6 +163,9 @@ func (v *verifier) run(ctx context.Context) error {
 	}
 	if v.vision != nil {
 		return v.runVision(ctx)
+	}
+	if v.audio != nil {
+		return v.runAudio(ctx)
 	}
 	return v.runForward(ctx)
 }

@@ -16,8 +16,16 @@ import (
 // receives, and with a reference the comparison with the reference's (its
 // own normalisation of the same image through its own weights).
 type VisionResult struct {
-	// Width and Height are the image's; Tokens × Dim the features'.
-	Width, Height, Tokens, Dim int
+	// Width and Height are the image's.
+	Width, Height int
+	FeatureAgreement
+}
+
+// FeatureAgreement is a tower's output features and, with a reference,
+// their agreement with the reference's.
+type FeatureAgreement struct {
+	// Tokens × Dim is the features' shape.
+	Tokens, Dim int
 	// Cosine is the cosine similarity of all the features with the
 	// reference's, CosineLimit the least it may be (EncoderCosineLimit of
 	// MatrixError, the RMS relative error of the matrices). TokenCosine, the
@@ -29,10 +37,11 @@ type VisionResult struct {
 	RelError, RelLimit, MatrixError float64
 }
 
-// visionConfig reads the vision tower's hyperparameters when verify/forward
-// runs its projector type; nil otherwise.
-func (v *verifier) visionConfig() *forward.VisionConfig {
-	c, err := forward.ParseVisionConfig(v.f)
+// towerConfig reads a tower's hyperparameters with parse when
+// verify/forward runs its projector type; nil otherwise (a metadata problem
+// when the keys are wrong).
+func towerConfig[C any](v *verifier, parse func(forward.Metadata) (*C, error)) *C {
+	c, err := parse(v.f)
 	switch {
 	case errors.Is(err, forward.ErrUnsupported):
 		return nil
@@ -59,43 +68,60 @@ func (v *verifier) runVision(ctx context.Context) error {
 		}
 		return fmt.Errorf("vision forward pass: %w", err)
 	}
-	res.Tokens, res.Dim = len(feats), len(feats[0])
+	var ref func() ([][]float32, error)
+	if v.ref != nil {
+		ref = func() ([][]float32, error) {
+			rc, err := forward.ParseVisionConfig(forward.KVMap(v.ref.KVs()))
+			if err != nil {
+				return nil, fmt.Errorf("reference metadata: %w", err)
+			}
+			feats, err := visionFeatures(ctx, rc, newRefWeights(ctx, v.ref), res.Width, res.Height, v.opts.threads())
+			if err != nil {
+				return nil, fmt.Errorf("reference vision forward pass: %w", err)
+			}
+			return feats, nil
+		}
+	}
+	return v.judgeFeatures(&res.FeatureAgreement, "image features", feats, ref)
+}
+
+// judgeFeatures fills a with a tower's features: finite, and when ref is
+// not nil (the reference's tower) within the encoder limits of its
+// features; what names them in the problems.
+func (v *verifier) judgeFeatures(a *FeatureAgreement, what string, feats [][]float32, ref func() ([][]float32, error)) error {
+	a.Tokens, a.Dim = len(feats), len(feats[0])
 	if slices.ContainsFunc(slices.Concat(feats...), func(x float32) bool { return math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) }) {
-		v.fail(CheckForward, "", "the image features are not finite")
+		v.fail(CheckForward, "", "the "+what+" are not finite")
 		return nil
 	}
-	if v.ref == nil {
+	if ref == nil {
 		return nil
 	}
-	rc, err := forward.ParseVisionConfig(forward.KVMap(v.ref.KVs()))
+	refFeats, err := ref()
 	if err != nil {
-		return fmt.Errorf("reference metadata: %w", err)
-	}
-	refFeats, err := visionFeatures(ctx, rc, newRefWeights(ctx, v.ref), res.Width, res.Height, v.opts.threads())
-	if err != nil {
-		return fmt.Errorf("reference vision forward pass: %w", err)
+		return err
 	}
 	if len(refFeats) != len(feats) || len(refFeats[0]) != len(feats[0]) {
-		v.fail(CheckForward, "", fmt.Sprintf("%d image features of %d values, the reference gives %d of %d",
-			len(feats), len(feats[0]), len(refFeats), len(refFeats[0])))
+		v.fail(CheckForward, "", fmt.Sprintf("%d %s of %d values, the reference gives %d of %d",
+			len(feats), what, len(feats[0]), len(refFeats), len(refFeats[0])))
 		return nil
 	}
-	res.MatrixError = v.matrixError()
-	res.CosineLimit = EncoderCosineLimit(res.MatrixError)
-	res.RelLimit = math.Sqrt(2 * (1 - res.CosineLimit))
-	res.TokenCosine = 1
+	a.MatrixError = v.matrixError()
+	a.CosineLimit = EncoderCosineLimit(a.MatrixError)
+	a.RelLimit = math.Sqrt(2 * (1 - a.CosineLimit))
+	a.TokenCosine = 1
 	for i := range feats {
-		res.TokenCosine = min(res.TokenCosine, forward.Cosine(feats[i], refFeats[i]))
+		a.TokenCosine = min(a.TokenCosine, forward.Cosine(feats[i], refFeats[i]))
 	}
 	flat, refFlat := slices.Concat(feats...), slices.Concat(refFeats...)
-	res.Cosine, res.RelError = forward.Cosine(flat, refFlat), forward.RelError(flat, refFlat)
-	if res.Cosine < res.CosineLimit {
-		v.fail(CheckForward, "", fmt.Sprintf("image features: cosine similarity %.7f with the reference's (least over the tokens %.7f), below %.7f (matrix error %.3g)",
-			res.Cosine, res.TokenCosine, res.CosineLimit, res.MatrixError))
+	a.Cosine, a.RelError = forward.Cosine(flat, refFlat), forward.RelError(flat, refFlat)
+	if a.Cosine < a.CosineLimit {
+		v.fail(CheckForward, "", fmt.Sprintf("%s: cosine similarity %.7f with the reference's (least over the tokens %.7f), below %.7f (matrix error %.3g)",
+			what, a.Cosine, a.TokenCosine, a.CosineLimit, a.MatrixError))
 	}
-	if res.RelError > res.RelLimit {
-		v.fail(CheckForward, "", fmt.Sprintf("image features: relative error %.3g from the reference's, above %.3g (matrix error %.3g)",
-			res.RelError, res.RelLimit, res.MatrixError))
+	if a.RelError > a.RelLimit {
+		v.fail(CheckForward, "", fmt.Sprintf("%s: relative error %.3g from the reference's, above %.3g (matrix error %.3g)",
+			what, a.RelError, a.RelLimit, a.MatrixError))
 	}
 	return nil
 }

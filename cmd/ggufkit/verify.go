@@ -188,8 +188,14 @@ type verifyEncoderJSON struct {
 // verifyVisionJSON is a projector file's vision tower run over the fixed
 // image.
 type verifyVisionJSON struct {
-	Width       int        `json:"image_width"`
-	Height      int        `json:"image_height"`
+	Width  int `json:"image_width"`
+	Height int `json:"image_height"`
+	verifyFeaturesJSON
+}
+
+// verifyFeaturesJSON is a tower's features and, with a source, their
+// agreement with the source's.
+type verifyFeaturesJSON struct {
 	Tokens      int        `json:"tokens"`
 	Dim         int        `json:"dim"`
 	Cosine      *jsonFloat `json:"cosine,omitempty"`
@@ -200,12 +206,31 @@ type verifyVisionJSON struct {
 	MatrixError *jsonFloat `json:"matrix_error,omitempty"`
 }
 
+// featuresJSON is a tower's agreement for the JSON report.
+func featuresJSON(rep *verify.Report, a *verify.FeatureAgreement) verifyFeaturesJSON {
+	j := verifyFeaturesJSON{Tokens: a.Tokens, Dim: a.Dim}
+	if rep.HasReference {
+		j.Cosine, j.TokenCosine, j.CosineLimit = ptr(jsonFloat(a.Cosine)), ptr(jsonFloat(a.TokenCosine)), ptr(jsonFloat(a.CosineLimit))
+		j.RelError, j.RelLimit, j.MatrixError = ptr(jsonFloat(a.RelError)), ptr(jsonFloat(a.RelLimit)), ptr(jsonFloat(a.MatrixError))
+	}
+	return j
+}
+
+// verifyAudioJSON is a projector file's audio encoder run over the fixed
+// log-mel input.
+type verifyAudioJSON struct {
+	Bins   int `json:"mel_bins"`
+	Frames int `json:"frames"`
+	verifyFeaturesJSON
+}
+
 type verifyJSON struct {
 	OK       bool               `json:"ok"`
 	Tensors  []verifyTensorJSON `json:"tensors"`
 	Forward  *verifyForwardJSON `json:"forward"`
 	Encoder  *verifyEncoderJSON `json:"encoder,omitempty"`
 	Vision   *verifyVisionJSON  `json:"vision,omitempty"`
+	Audio    *verifyAudioJSON   `json:"audio,omitempty"`
 	Arch     string             `json:"arch"`
 	Problems []string           `json:"problems"`
 	Warnings []string           `json:"warnings"`
@@ -254,12 +279,10 @@ func writeVerifyJSON(w io.Writer, rep *verify.Report) error {
 		out.Encoder = ej
 	}
 	if vr := rep.Vision; vr != nil {
-		vj := &verifyVisionJSON{Width: vr.Width, Height: vr.Height, Tokens: vr.Tokens, Dim: vr.Dim}
-		if rep.HasReference {
-			vj.Cosine, vj.TokenCosine, vj.CosineLimit = ptr(jsonFloat(vr.Cosine)), ptr(jsonFloat(vr.TokenCosine)), ptr(jsonFloat(vr.CosineLimit))
-			vj.RelError, vj.RelLimit, vj.MatrixError = ptr(jsonFloat(vr.RelError)), ptr(jsonFloat(vr.RelLimit)), ptr(jsonFloat(vr.MatrixError))
-		}
-		out.Vision = vj
+		out.Vision = &verifyVisionJSON{Width: vr.Width, Height: vr.Height, verifyFeaturesJSON: featuresJSON(rep, &vr.FeatureAgreement)}
+	}
+	if ar := rep.Audio; ar != nil {
+		out.Audio = &verifyAudioJSON{Bins: ar.Bins, Frames: ar.Frames, verifyFeaturesJSON: featuresJSON(rep, &ar.FeatureAgreement)}
 	}
 	e := json.NewEncoder(w)
 	e.SetEscapeHTML(false)
@@ -325,11 +348,11 @@ func writeVerifyText(w io.Writer, path, source string, rep *verify.Report, took 
 	}
 	if vr := rep.Vision; vr != nil {
 		fmt.Fprintf(w, "\nvision tower: fixed %d×%d image → %d image features of %d values\n", vr.Width, vr.Height, vr.Tokens, vr.Dim)
-		if rep.HasReference {
-			fmt.Fprintf(w, "  cosine with the source: %.7f, per token at least %.7f (limit %.7f for a matrix error of %.3g)\n",
-				vr.Cosine, vr.TokenCosine, vr.CosineLimit, vr.MatrixError)
-			fmt.Fprintf(w, "  relative error %.3g (limit %.3g)\n", vr.RelError, vr.RelLimit)
-		}
+		printAgreement(w, rep, &vr.FeatureAgreement)
+	}
+	if ar := rep.Audio; ar != nil {
+		fmt.Fprintf(w, "\naudio encoder: fixed %d-bin log-mel input of %d frames → %d audio features of %d values\n", ar.Bins, ar.Frames, ar.Tokens, ar.Dim)
+		printAgreement(w, rep, &ar.FeatureAgreement)
 	}
 	if len(rep.Warnings) > 0 {
 		fmt.Fprintln(w, "\nwarnings:")
@@ -350,4 +373,15 @@ func writeVerifyText(w io.Writer, path, source string, rep *verify.Report, took 
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "  %s\n", strings.TrimSpace(p.String()))
 	}
+}
+
+// printAgreement prints a tower's agreement with the source's, when there
+// is a source.
+func printAgreement(w io.Writer, rep *verify.Report, a *verify.FeatureAgreement) {
+	if !rep.HasReference {
+		return
+	}
+	fmt.Fprintf(w, "  cosine with the source: %.7f, per token at least %.7f (limit %.7f for a matrix error of %.3g)\n",
+		a.Cosine, a.TokenCosine, a.CosineLimit, a.MatrixError)
+	fmt.Fprintf(w, "  relative error %.3g (limit %.3g)\n", a.RelError, a.RelLimit)
 }

@@ -14,7 +14,10 @@
 // (src/models/*.cpp of llama.cpp commit 0c1e570), so that verify can run a
 // GGUF and its source side by side. vision.go runs the vision towers of
 // multimodal projector files (tools/mtmd/models/*.cpp: Gemma 3, Qwen2-VL,
-// Qwen2.5-VL, Qwen3-VL, Pixtral / Mistral 3) on a preprocessed image; their
+// Qwen2.5-VL, Qwen3-VL, Pixtral / Mistral 3, SmolVLM, LFM2-VL, InternVL,
+// GLM-4.1V / GLM-4.5V, Gemma 4) on a preprocessed image, and audio.go the
+// Whisper-style encoders of Qwen2-Audio and Voxtral (whisper-enc.cpp) on a
+// log-mel input; their
 // weights are decoded to float32 and multiplied in float32.
 //
 // A model is described by GGUF metadata (ParseConfig reads it the way

@@ -20,6 +20,11 @@ const (
 	projQwen25  = "qwen2.5vl_merger"
 	projQwen3   = "qwen3vl_merger"
 	projPixtral = "pixtral"
+	projIdefics = "idefics3"
+	projLFM2    = "lfm2"
+	projIntern  = "internvl"
+	projGLM4V   = "glm4v"
+	projGemma4V = "gemma4v"
 )
 
 // VisionProjectors are the clip.projector_type values Vision runs:
@@ -30,8 +35,18 @@ const (
 // (clip_graph_qwen3vl), and the Pixtral / Mistral 3 tower
 // (LlavaForConditionalGeneration and Mistral3ForConditionalGeneration
 // conversions: 2-D RoPE, SwiGLU, optional patch merger, two-layer
-// projector; clip_graph_pixtral).
-var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral}
+// projector; clip_graph_pixtral), and the SigLIP towers of SmolVLM /
+// Idefics3 (pixel shuffle, one linear map) and LFM2-VL (position table
+// resized to the image, pixel unshuffle, LayerNorm and two-layer
+// projector; clip_graph_siglip), and InternVL's (a class token, layer
+// scales, pixel shuffle, LayerNorm and two-layer projector;
+// clip_graph_internvl), and GLM-4.1V's / GLM-4.5V's (the Qwen towers'
+// patches and 2-D M-RoPE with RMS-norm SwiGLU blocks, a convolution over
+// each 2×2 block, a LayerNorm + GELU and a SwiGLU projector;
+// clip_graph_glm4v) on images whose patch grid is its position table's,
+// and Gemma 4's (x and y position tables, per-head q/k/v norms, 2-D NeoX
+// RoPE, post-norms, clamped linears, average pooling; clip_graph_gemma4v).
+var VisionProjectors = []string{projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern, projGLM4V, projGemma4V}
 
 // Bounds of a tower's image geometry.
 const (
@@ -47,6 +62,8 @@ const (
 	actGELUQuick visionAct = iota
 	actGELU
 	actSiLU
+	// actGELUErf is the audio towers' (clip.cpp sets it for them).
+	actGELUErf
 )
 
 // VisionConfig holds a vision tower's hyperparameters as clip.cpp's
@@ -60,8 +77,10 @@ type VisionConfig struct {
 	Mean, Std [3]float32
 	act       visionAct
 	// Merge is Gemma 3's pooling kernel (clip.vision.projector.scale_factor,
-	// default 4) or the side of the Qwen towers' and Pixtral's merged patch
-	// groups (clip.vision.spatial_merge_size, default 2 and 1).
+	// default 4), the side of the Qwen towers' and Pixtral's merged patch
+	// groups (clip.vision.spatial_merge_size, default 2 and 1) or of the
+	// patch squares SmolVLM's, LFM2-VL's and InternVL's pixel shuffle puts side by side
+	// (clip.vision.projector.scale_factor, more than 1).
 	Merge int
 	// WindowPattern is Qwen2.5-VL's n_wa_pattern: every WindowPattern-th
 	// block attends over the whole image, the others within windows of
@@ -77,11 +96,19 @@ type VisionConfig struct {
 func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 	r := &kvReader{md: md}
 	c := &VisionConfig{}
-	if _, err := r.str("clip.projector_type", &c.Projector, true); err != nil {
+	// A file with one projector per tower (Gemma 4) names the vision one
+	// clip.vision.projector_type.
+	ok, err := r.str("clip.vision.projector_type", &c.Projector, false)
+	if err != nil {
 		return nil, err
 	}
+	if !ok {
+		if _, err := r.str("clip.projector_type", &c.Projector, true); err != nil {
+			return nil, err
+		}
+	}
 	switch c.Projector {
-	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral:
+	case projGemma3, projQwen2, projQwen25, projQwen3, projPixtral, projIdefics, projLFM2, projIntern, projGLM4V, projGemma4V:
 	default:
 		return nil, fmt.Errorf("%w: no vision forward pass for projector %q", ErrUnsupported, c.Projector)
 	}
@@ -150,12 +177,16 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 	switch c.Projector {
 	case projGemma3:
 		c.Merge, mergeKey = 4, "clip.vision.projector.scale_factor"
+	case projGemma4V:
+		c.Merge, mergeKey = 3, "clip.vision.projector.scale_factor"
 	case projQwen2, projQwen25:
 		c.Merge, c.WindowSize = 2, 112
 		// Only Qwen2.5-VL requires the key (clip.cpp); Qwen2-VL has no windows.
 		if _, err := r.u32("clip.vision.n_wa_pattern", &c.WindowPattern, c.Projector == projQwen25); err != nil {
 			return nil, err
 		}
+	case projGLM4V:
+		c.Merge = 2
 	case projQwen3:
 		c.Merge = 2
 		if x, ok := md.KV("clip.vision.is_deepstack_layers"); ok {
@@ -167,19 +198,29 @@ func ParseVisionConfig(md Metadata) (*VisionConfig, error) {
 		}
 	case projPixtral:
 		c.Merge = 1
+	case projIdefics, projLFM2, projIntern:
+		c.Merge, mergeKey = 1, "clip.vision.projector.scale_factor"
 	}
 	if _, err := r.u32(mergeKey, &c.Merge, false); err != nil {
 		return nil, err
 	}
-	if c.Merge <= 0 || c.Merge*c.PatchSize > maxPatch || c.qwen() && c.Merge != 2 {
+	if c.Merge <= 0 || c.Merge*c.PatchSize > maxPatch || c.qwen() && c.Merge != 2 || c.shuffles() && c.Merge < 2 {
 		return nil, fmt.Errorf("%w: %s = %d", ErrMetadata, mergeKey, c.Merge)
 	}
 	return c, nil
 }
 
-// qwen tells the Qwen-VL towers (clip_graph_qwen2vl, clip_graph_qwen3vl).
+// shuffles tells the towers whose projector starts with clip.cpp's
+// build_patch_merge_permute or InternVL's same pixel shuffle (SmolVLM,
+// LFM2-VL, InternVL).
+func (c *VisionConfig) shuffles() bool {
+	return c.Projector == projIdefics || c.Projector == projLFM2 || c.Projector == projIntern
+}
+
+// qwen tells the towers with the Qwen-VL patch order and RoPE
+// (clip_graph_qwen2vl, clip_graph_qwen3vl, clip_graph_glm4v).
 func (c *VisionConfig) qwen() bool {
-	return c.Projector == projQwen2 || c.Projector == projQwen25 || c.Projector == projQwen3
+	return c.Projector == projQwen2 || c.Projector == projQwen25 || c.Projector == projQwen3 || c.Projector == projGLM4V
 }
 
 // Image is a preprocessed image: channel planes of Height × Width values,
@@ -213,8 +254,56 @@ type visionLayer struct {
 	qB, kB, vB, oB         []float32
 	up, upB, gate, gateB   []float32
 	down, downB            []float32
+	// ls1 and ls2 scale the attention's and the feed-forward's outputs
+	// (InternVL's layer scales; nil without).
+	ls1, ls2 []float32
+	// Gemma 4: per-head RMS norms of q and k (and of v, without weight),
+	// RMS norms of the attention's and the feed-forward's outputs, and the
+	// clamps of its linears (nil without).
+	qNorm, kNorm, attnPostNorm, ffnPostNorm []float32
+	qC, kC, vC, oC, upC, gateC, downC       *clampRange
 	// deepstack is Qwen3-VL's merger of this block's output (nil without).
 	deepstack *merger
+}
+
+// clampRange is a Gemma4ClippableLinear's bounds: its input clamped to
+// [inMin, inMax], its output to [outMin, outMax].
+type clampRange struct{ inMin, inMax, outMin, outMax float32 }
+
+// loadClamp reads the clamp scalars of the linear named base (base +
+// ".input_min" …), nil when it has none (clip.cpp: ±FLT_MAX for a missing
+// one).
+func loadClamp(l *encLoader, base string) *clampRange {
+	cr := &clampRange{-math.MaxFloat32, math.MaxFloat32, -math.MaxFloat32, math.MaxFloat32}
+	found := false
+	for _, k := range []struct {
+		suffix string
+		dst    *float32
+	}{{".input_min", &cr.inMin}, {".input_max", &cr.inMax}, {".output_min", &cr.outMin}, {".output_max", &cr.outMax}} {
+		if x := l.get(base+k.suffix, 1, 1, false); x != nil {
+			*k.dst, found = x[0], true
+		}
+	}
+	if !found {
+		return nil
+	}
+	return cr
+}
+
+// projectClamped is project between cr's clamps (project alone for nil).
+func projectClamped(out, w, b, x []float32, cr *clampRange) {
+	if cr == nil {
+		project(out, w, b, x)
+		return
+	}
+	in := make([]float32, len(x))
+	for i, v := range x {
+		in[i] = min(max(v, cr.inMin), cr.inMax)
+	}
+	project(out, w, b, in)
+	for i, v := range out {
+		out[i] = min(max(v, cr.outMin), cr.outMax)
+	}
 }
 
 // merger is a Qwen tower's patch merger: each 2×2 block's four states side
@@ -230,8 +319,8 @@ type Vision struct {
 	// patch[1] is the Qwen towers' second temporal kernel, [E][3][P][P] each.
 	patch       [2][]float32
 	patchB, pos []float32
-	// posSide is the side of Qwen3-VL's square position table, which is
-	// resized to the image's grid.
+	// posSide is the side of Qwen3-VL's and LFM2-VL's square position
+	// tables, which are resized to the image's grid.
 	posSide          int
 	preLnW, preLnB   []float32
 	postLnW, postLnB []float32
@@ -240,6 +329,28 @@ type Vision struct {
 	softEmbNorm, inputProj []float32
 	// qwenMerger is the Qwen towers' (mm.0, mm.2).
 	qwenMerger *merger
+	// SmolVLM's projection of the shuffled patches (mm.model.fc); LFM2-VL
+	// has mm.1 and mm.2 after an optional LayerNorm (mm.input_norm),
+	// InternVL the same after mm.model.mlp.0 (its mm.1 and mm.2 are
+	// mm.model.mlp.1 and .3).
+	mmFC, inNormW, inNormB []float32
+	// classEmbd is InternVL's class token, appended after the patches.
+	classEmbd []float32
+	// Gemma 4: the input projection's clamps and the optional
+	// standardisation of the pooled features.
+	inputProjC        *clampRange
+	stdBias, stdScale []float32
+	// posTable is the length of Gemma 4's x and y position tables.
+	posTable int
+	// GLM-4.1V: the RMS norm after the patch embedding, the 2×2 merger
+	// convolution ([Merge][Merge][E][M] in ggml order) and its bias, and
+	// the projector: mm.model.fc, the LayerNorm mm.post_norm, then a
+	// SwiGLU of mm.up / mm.gate / mm.down.
+	normEmbd, glmMerger, glmMergerB      []float32
+	postNormW, postNormB                 []float32
+	projUp, projUpB, projGate, projGateB []float32
+	projDown, projDownB                  []float32
+	glmMergerOut, glmFCOut, glmFF        int
 	// Pixtral's projector (mm.1, mm.2), Mistral 3's norm and patch merger
 	// before it, and the [IMG_BREAK] embedding that ends each row of image
 	// tokens but the last.
@@ -253,66 +364,70 @@ type Vision struct {
 // LoadVision reads a vision tower's weights (ErrWeights for a missing
 // tensor or one of the wrong shape).
 func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
-	v := &Vision{Config: c, rms: c.Projector == projQwen25 || c.Projector == projPixtral}
+	// InternVL's 6B tower (3200 wide, 45 blocks) has RMS norms
+	// (clip_graph_internvl).
+	intern6B := c.Projector == projIntern && c.Embd == 3200 && c.Layers == 45
+	v := &Vision{Config: c, rms: c.Projector == projQwen25 || c.Projector == projPixtral || c.Projector == projGLM4V || c.Projector == projGemma4V || intern6B}
 	l := &encLoader{w: w}
-	n, p, ff := c.Embd, c.PatchSize, c.FF
+	n, p := c.Embd, c.PatchSize
 	v.patch[0] = l.getN("v.patch_embd.weight", []int{p, p, 3, n}, true)
 	v.patchB = l.get("v.patch_embd.bias", n, 1, false)
 	v.preLnW, v.preLnB = l.get("v.pre_ln.weight", n, 1, false), l.get("v.pre_ln.bias", n, 1, false)
 	v.postLnW, v.postLnB = l.get("v.post_ln.weight", n, 1, false), l.get("v.post_ln.bias", n, 1, false)
-	v.layers = make([]visionLayer, c.Layers)
-	for i := range v.layers {
-		L := &v.layers[i]
-		b := fmt.Sprintf("v.blk.%d.", i)
-		L.ln1W, L.ln1B = l.get(b+"ln1.weight", n, 1, true), l.get(b+"ln1.bias", n, 1, false)
-		L.ln2W, L.ln2B = l.get(b+"ln2.weight", n, 1, true), l.get(b+"ln2.bias", n, 1, false)
-		if c.Projector == projQwen3 {
-			// build_qkv's views of the fused output: q, k, v in turn.
-			qkv, qkvB := l.get(b+"attn_qkv.weight", n, 3*n, true), l.get(b+"attn_qkv.bias", 3*n, 1, true)
-			if qkv != nil && qkvB != nil {
-				L.q, L.k, L.v = qkv[:n*n], qkv[n*n:2*n*n], qkv[2*n*n:]
-				L.qB, L.kB, L.vB = qkvB[:n], qkvB[n:2*n], qkvB[2*n:]
-			}
-			if i < len(c.Deepstack) && c.Deepstack[i] {
-				L.deepstack = loadMerger(l, fmt.Sprintf("v.deepstack.%d.", i), "norm", "fc1", "fc2", n, c.ProjDim)
-			}
-		} else {
-			L.q, L.qB = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
-			L.k, L.kB = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
-			L.v, L.vB = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
-		}
-		L.o, L.oB = l.get(b+"attn_out.weight", n, n, true), l.get(b+"attn_out.bias", n, 1, false)
-		up, down := b+"ffn_up", b+"ffn_down"
-		if t, ok := w.Tensor(down + ".weight"); ok && legacyFFNNames[c.Projector] && t.Shape()[0] == int64(n) {
-			// Files of llama.cpp's older scripts name fc1 ffn_down and fc2
-			// ffn_up; clip.cpp swaps them back when ffn_down's rows are
-			// embedding_length long (also, as it does, when FF equals it).
-			up, down = down, up
-		}
-		L.up, L.upB = l.get(up+".weight", n, ff, true), l.get(up+".bias", ff, 1, false)
-		L.gate, L.gateB = l.get(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
-		L.down, L.downB = l.get(down+".weight", ff, n, true), l.get(down+".bias", n, 1, false)
-	}
+	v.loadLayers(l, "v.")
 	d := c.ProjDim
 	switch c.Projector {
-	case projGemma3:
+	case projGemma3, projIdefics:
 		side := c.ImageSize / p
 		v.pos = l.get("v.position_embd.weight", n, side*side, true)
+		if c.Projector == projIdefics {
+			v.mmFC = l.get("mm.model.fc.weight", n*c.Merge*c.Merge, d, true)
+			break
+		}
 		v.softEmbNorm = l.get("mm.soft_emb_norm.weight", n, 1, true)
 		v.inputProj = l.get("mm.input_projection.weight", d, n, true)
+	case projGLM4V:
+		v.patch[1] = l.getN("v.patch_embd.weight.1", []int{p, p, 3, n}, true)
+		v.normEmbd = l.get("v.norm_embd.weight", n, 1, false)
+		v.loadSquarePositions(l)
+		k := c.Merge
+		v.glmMergerOut = tensorDim(w, "mm.patch_merger.weight", 3)
+		v.glmMerger = l.getN("mm.patch_merger.weight", []int{k, k, n, v.glmMergerOut}, true)
+		v.glmMergerB = l.get("mm.patch_merger.bias", v.glmMergerOut, 1, true)
+		v.glmFCOut = tensorDim(w, "mm.model.fc.weight", 1)
+		v.mmFC = l.get("mm.model.fc.weight", v.glmMergerOut, v.glmFCOut, true)
+		v.postNormW, v.postNormB = l.get("mm.post_norm.weight", v.glmFCOut, 1, true), l.get("mm.post_norm.bias", v.glmFCOut, 1, false)
+		v.glmFF = tensorDim(w, "mm.up.weight", 1)
+		v.projUp, v.projUpB = l.get("mm.up.weight", v.glmFCOut, v.glmFF, true), l.get("mm.up.bias", v.glmFF, 1, false)
+		v.projGate, v.projGateB = l.get("mm.gate.weight", v.glmFCOut, v.glmFF, true), l.get("mm.gate.bias", v.glmFF, 1, false)
+		v.projDown, v.projDownB = l.get("mm.down.weight", v.glmFF, d, true), l.get("mm.down.bias", d, 1, false)
+	case projGemma4V:
+		size := tensorDim(w, "v.position_embd.weight", 1)
+		v.pos, v.posTable = l.getN("v.position_embd.weight", []int{n, size, 2}, true), size
+		v.inputProj = l.get("mm.input_projection.weight", n, d, true)
+		v.inputProjC = loadClamp(l, "mm.input_projection")
+		v.stdBias, v.stdScale = l.get("v.std_bias", n, 1, false), l.get("v.std_scale", n, 1, false)
+	case projLFM2, projIntern:
+		m := n * c.Merge * c.Merge
+		norm, fc1, fc2 := "mm.input_norm.", "mm.1.", "mm.2."
+		if c.Projector == projIntern {
+			side := c.ImageSize / p
+			v.pos = l.getN("v.position_embd.weight", []int{n, side*side + 1, 1}, true)
+			v.classEmbd = l.getN("v.class_embd", []int{n, 1, 1}, true)
+			norm, fc1, fc2 = "mm.model.mlp.0.", "mm.model.mlp.1.", "mm.model.mlp.3."
+		} else {
+			v.loadSquarePositions(l)
+		}
+		required := c.Projector == projIntern
+		v.inNormW, v.inNormB = l.get(norm+"weight", m, 1, required), l.get(norm+"bias", m, 1, required)
+		hidden := tensorDim(w, fc1+"weight", 1)
+		v.mm1, v.mm1B = l.get(fc1+"weight", m, hidden, true), l.get(fc1+"bias", hidden, 1, true)
+		v.mm2, v.mm2B = l.get(fc2+"weight", hidden, d, true), l.get(fc2+"bias", d, 1, true)
 	case projQwen2, projQwen25, projQwen3:
 		v.patch[1] = l.getN("v.patch_embd.weight.1", []int{p, p, 3, n}, true)
 		v.qwenMerger = loadMerger(l, "mm.", "", "0", "2", n, d)
 		if c.Projector == projQwen3 {
-			if t, ok := w.Tensor("v.position_embd.weight"); ok && len(t.Shape()) == 2 {
-				rows := int(t.Shape()[1])
-				if side := int(math.Sqrt(float64(rows))); side*side == rows {
-					v.posSide, v.pos = side, l.get("v.position_embd.weight", n, rows, true)
-				}
-			}
-			if v.pos == nil && l.err == nil {
-				l.err = fmt.Errorf("%w: tensor v.position_embd.weight missing or not a square grid of %d-value rows", ErrWeights, n)
-			}
+			v.loadSquarePositions(l)
 		}
 	case projPixtral:
 		v.mm1, v.mm1B = l.get("mm.1.weight", n, d, true), l.get("mm.1.bias", d, 1, false)
@@ -327,6 +442,81 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		return nil, l.err
 	}
 	return v, nil
+}
+
+// loadLayers reads the blocks of a tower whose tensors are named prefix +
+// "blk.N." ("v." for vision, "a." for audio).
+func (v *Vision) loadLayers(l *encLoader, prefix string) {
+	c := v.Config
+	n, ff := c.Embd, c.FF
+	v.layers = make([]visionLayer, c.Layers)
+	for i := range v.layers {
+		L := &v.layers[i]
+		b := fmt.Sprintf("%sblk.%d.", prefix, i)
+		L.ln1W, L.ln1B = l.get(b+"ln1.weight", n, 1, true), l.get(b+"ln1.bias", n, 1, false)
+		L.ln2W, L.ln2B = l.get(b+"ln2.weight", n, 1, true), l.get(b+"ln2.bias", n, 1, false)
+		if c.Projector == projQwen3 || c.Projector == projGLM4V {
+			// build_qkv's views of the fused output: q, k, v in turn.
+			qkv, qkvB := l.get(b+"attn_qkv.weight", n, 3*n, true), l.get(b+"attn_qkv.bias", 3*n, 1, c.Projector == projQwen3)
+			if qkv != nil {
+				L.q, L.k, L.v = qkv[:n*n], qkv[n*n:2*n*n], qkv[2*n*n:]
+			}
+			if qkvB != nil {
+				L.qB, L.kB, L.vB = qkvB[:n], qkvB[n:2*n], qkvB[2*n:]
+			}
+			if i < len(c.Deepstack) && c.Deepstack[i] {
+				L.deepstack = loadMerger(l, fmt.Sprintf("%sdeepstack.%d.", prefix, i), "norm", "fc1", "fc2", n, c.ProjDim)
+			}
+		} else {
+			L.q, L.qB = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
+			L.k, L.kB = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
+			L.v, L.vB = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
+		}
+		L.o, L.oB = l.get(b+"attn_out.weight", n, n, true), l.get(b+"attn_out.bias", n, 1, false)
+		up, down := b+"ffn_up", b+"ffn_down"
+		if t, ok := l.w.Tensor(down + ".weight"); ok && legacyFFNNames[c.Projector] && t.Shape()[0] == int64(n) {
+			// Files of llama.cpp's older scripts name fc1 ffn_down and fc2
+			// ffn_up; clip.cpp swaps them back when ffn_down's rows are
+			// embedding_length long (also, as it does, when FF equals it).
+			up, down = down, up
+		}
+		L.up, L.upB = l.get(up+".weight", n, ff, true), l.get(up+".bias", ff, 1, false)
+		L.gate, L.gateB = l.get(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
+		L.down, L.downB = l.get(down+".weight", ff, n, true), l.get(down+".bias", n, 1, false)
+		L.ls1, L.ls2 = l.get(b+"ls1.weight", n, 1, false), l.get(b+"ls2.weight", n, 1, false)
+		if c.Projector == projGemma4V {
+			hd := n / c.Heads
+			L.qNorm, L.kNorm = l.get(b+"attn_q_norm.weight", hd, 1, false), l.get(b+"attn_k_norm.weight", hd, 1, false)
+			L.attnPostNorm, L.ffnPostNorm = l.get(b+"attn_post_norm.weight", n, 1, false), l.get(b+"ffn_post_norm.weight", n, 1, false)
+			L.qC, L.kC, L.vC, L.oC = loadClamp(l, b+"attn_q"), loadClamp(l, b+"attn_k"), loadClamp(l, b+"attn_v"), loadClamp(l, b+"attn_out")
+			L.upC, L.gateC, L.downC = loadClamp(l, up), loadClamp(l, b+"ffn_gate"), loadClamp(l, down)
+		}
+	}
+}
+
+// tensorDim is dimension i of a tensor's ggml shape, 0 when the tensor is
+// missing or the dimension is out of bounds (the loader then reports the
+// tensor's shape).
+func tensorDim(w Weights, name string, i int) int {
+	if t, ok := w.Tensor(name); ok && len(t.Shape()) > i && t.Shape()[i] > 0 && t.Shape()[i] <= maxDim {
+		return int(t.Shape()[i])
+	}
+	return 0
+}
+
+// loadSquarePositions reads a position table of a square grid of rows
+// (Qwen3-VL, LFM2-VL), which Features resizes to the image's patches.
+func (v *Vision) loadSquarePositions(l *encLoader) {
+	n := v.Config.Embd
+	if t, ok := l.w.Tensor("v.position_embd.weight"); ok && len(t.Shape()) == 2 {
+		rows := int(t.Shape()[1])
+		if side := int(math.Sqrt(float64(rows))); side*side == rows {
+			v.posSide, v.pos = side, l.get("v.position_embd.weight", n, rows, true)
+		}
+	}
+	if v.pos == nil && l.err == nil {
+		l.err = fmt.Errorf("%w: tensor v.position_embd.weight missing or not a square grid of %d-value rows", ErrWeights, n)
+	}
 }
 
 // legacyFFNNames are the projector types whose files clip.cpp accepts with
@@ -367,13 +557,53 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 		return nil, fmt.Errorf("%w: a %d×%d image (its sides must be multiples of %d)", ErrUnsupported, img.Width, img.Height, unit)
 	}
 	g := &patchGrid{nx: img.Width / p, ny: img.Height / p}
-	if c.Projector == projGemma3 && (g.nx != g.ny || g.nx*g.ny*c.Embd != len(v.pos) || g.nx%c.Merge != 0) {
-		return nil, fmt.Errorf("%w: Gemma 3's tower takes %d×%d images", ErrUnsupported, c.ImageSize, c.ImageSize)
+	fixed := c.Projector == projGemma3 || c.Projector == projIdefics || c.Projector == projIntern
+	if fixed && (g.nx != g.ny || g.nx*g.ny*c.Embd != len(v.pos)-len(v.classEmbd) || g.nx%c.Merge != 0) {
+		return nil, fmt.Errorf("%w: the %s tower takes %d×%d images", ErrUnsupported, c.Projector, c.ImageSize, c.ImageSize)
+	}
+	if c.Projector == projGLM4V && (g.nx != v.posSide || g.ny != v.posSide) {
+		// clip_graph_glm4v resizes the table bicubically, which verify
+		// does not implement.
+		return nil, fmt.Errorf("%w: the glm4v tower is run on %d×%d images only (its position table's grid)", ErrUnsupported, v.posSide*p, v.posSide*p)
+	}
+	if c.Projector == projGemma4V {
+		if g.nx > v.posTable || g.ny > v.posTable {
+			return nil, fmt.Errorf("%w: %d×%d patches, Gemma 4's position tables have %d", ErrUnsupported, g.nx, g.ny, v.posTable)
+		}
+		// clip_graph_gemma4v's 2·x − 1 of the [0, 1] pixels.
+		scaled := &Image{Width: img.Width, Height: img.Height, Pix: make([]float32, len(img.Pix))}
+		for i, p := range img.Pix {
+			scaled.Pix[i] = 2*p - 1
+		}
+		img = scaled
 	}
 	x := v.embedPatches(img, g)
-	if v.posSide > 0 {
+	if v.normEmbd != nil {
+		for t := range x {
+			rmsNorm(x[t], x[t], v.normEmbd, c.Eps)
+		}
+	}
+	if v.classEmbd != nil {
+		// InternVL's class token goes after the patches, the position
+		// table's rows added in that order (clip_graph_internvl's
+		// ggml_concat): transformers puts it first, with the table's first
+		// row.
+		x = append(x, slices.Clone(v.classEmbd))
+	}
+	switch {
+	case v.posTable > 0:
+		// Gemma 4: the column's row of the x table plus the row's of the y
+		// table.
+		n, xs := c.Embd, v.pos[:v.posTable*c.Embd]
+		ys := v.pos[v.posTable*c.Embd:]
+		for t := range x {
+			for j := range n {
+				x[t][j] += xs[g.x[t]*n+j] + ys[g.y[t]*n+j]
+			}
+		}
+	case v.posSide > 0:
 		v.addResizedPositions(x, g)
-	} else if v.pos != nil {
+	case v.pos != nil:
 		for t := range x {
 			for j := range x[t] {
 				x[t][j] += v.pos[t*c.Embd+j]
@@ -397,6 +627,12 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 	switch c.Projector {
 	case projGemma3:
 		return v.gemma3Projector(x, g), nil
+	case projIdefics, projLFM2, projIntern:
+		return v.shuffleProjector(x[:g.nx*g.ny], g), nil
+	case projGLM4V:
+		return v.glm4vProjector(x), nil
+	case projGemma4V:
+		return v.gemma4Projector(x, g), nil
 	case projQwen2, projQwen25, projQwen3:
 		out := v.merge(x, v.qwenMerger)
 		// Qwen3-VL's deepstack features follow each token's own
@@ -411,21 +647,28 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 	return v.pixtralProjector(x, g), nil
 }
 
-// addResizedPositions adds Qwen3-VL's position table resized to the
-// patch grid (clip.cpp's resize_position_embeddings: ggml_interpolate,
-// bilinear with aligned corners) to each token at its patch.
+// addResizedPositions adds the square position table resized to the
+// patch grid to each token at its patch (ggml_interpolate, bilinear):
+// Qwen3-VL's with aligned corners, LFM2-VL's with half-pixel centres,
+// clamped at the edges (clip.cpp's resize_position_embeddings).
 func (v *Vision) addResizedPositions(x [][]float32, g *patchGrid) {
 	n, side := v.Config.Embd, v.posSide
+	aligned := v.Config.Projector == projQwen3
 	coord := func(i, out int) (int, int, float32) {
 		if out == side {
 			return i, i, 0
 		}
-		f := float32(0)
-		if out > 1 {
+		var f float32
+		switch {
+		case !aligned:
+			f = (float32(i)+0.5)/(float32(out)/float32(side)) - 0.5
+		case out > 1:
 			f = float32(i) * float32(side-1) / float32(out-1)
 		}
-		i0 := min(int(f), side-1)
-		return i0, min(i0+1, side-1), f - float32(i0)
+		i0 := int(math.Floor(float64(f)))
+		d := min(max(f-float32(max(i0, 0)), 0), 1)
+		i0 = min(max(i0, 0), side-1)
+		return i0, min(i0+1, side-1), d
 	}
 	for t := range x {
 		y0, y1, dy := coord(g.y[t], g.ny)
@@ -492,6 +735,10 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 	caches, mode := v.ropeCaches(g)
 	window := v.windows(g)
 	scale := float32(1 / math.Sqrt(float64(hd)))
+	gemma4 := c.Projector == projGemma4V
+	if gemma4 {
+		scale = 1 // clip_graph_gemma4v's kq_scale
+	}
 	q, k, val, attn := alloc2(T, n), alloc2(T, n), alloc2(T, n), alloc2(T, n)
 	var deep [][][]float32
 	for il := range v.layers {
@@ -500,12 +747,32 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 		err := parallel(ctx, threads, T, func(_, t int) error {
 			cur := make([]float32, n)
 			v.norm(cur, x[t], L.ln1W, L.ln1B)
-			project(q[t], L.q, L.qB, cur)
-			project(k[t], L.k, L.kB, cur)
-			project(val[t], L.v, L.vB, cur)
+			projectClamped(q[t], L.q, L.qB, cur, L.qC)
+			projectClamped(k[t], L.k, L.kB, cur, L.kC)
+			projectClamped(val[t], L.v, L.vB, cur, L.vC)
+			for h := 0; gemma4 && h < c.Heads; h++ {
+				qh, kh, vh := q[t][h*hd:(h+1)*hd], k[t][h*hd:(h+1)*hd], val[t][h*hd:(h+1)*hd]
+				if L.qNorm != nil {
+					rmsNorm(qh, qh, L.qNorm, c.Eps)
+				}
+				if L.kNorm != nil {
+					rmsNorm(kh, kh, L.kNorm, c.Eps)
+				}
+				rmsNormPlain(vh, vh, c.Eps)
+			}
 			for h := 0; caches != nil && h < c.Heads; h++ {
-				rope(q[t][h*hd:(h+1)*hd], caches[t], hd, mode)
-				rope(k[t][h*hd:(h+1)*hd], caches[t], hd, mode)
+				qh, kh := q[t][h*hd:(h+1)*hd], k[t][h*hd:(h+1)*hd]
+				if gemma4 {
+					// Two NeoX rotations: the first half of the head by
+					// the column, the second by the row.
+					for _, part := range [][2]int{{0, hd / 2}, {hd / 2, hd}} {
+						rope(qh[part[0]:part[1]], caches[t][part[0]:part[1]], hd/2, ropeNeox)
+						rope(kh[part[0]:part[1]], caches[t][part[0]:part[1]], hd/2, ropeNeox)
+					}
+					continue
+				}
+				rope(qh, caches[t], hd, mode)
+				rope(kh, caches[t], hd, mode)
 			}
 			return nil
 		})
@@ -541,14 +808,23 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 		}
 		err = parallel(ctx, threads, T, func(_, t int) error {
 			cur := make([]float32, n)
-			project(cur, L.o, L.oB, attn[t])
+			projectClamped(cur, L.o, L.oB, attn[t], L.oC)
+			for j := range cur {
+				cur[j] *= scaleAt(L.ls1, j)
+			}
+			if L.attnPostNorm != nil {
+				rmsNorm(cur, cur, L.attnPostNorm, c.Eps)
+			}
 			for j := range cur {
 				x[t][j] += cur[j]
 			}
 			v.norm(cur, x[t], L.ln2W, L.ln2B)
 			out := v.ffn(L, cur)
+			if L.ffnPostNorm != nil {
+				rmsNorm(out, out, L.ffnPostNorm, c.Eps)
+			}
 			for j := range out {
-				x[t][j] += out[j]
+				x[t][j] += out[j] * scaleAt(L.ls2, j)
 			}
 			return nil
 		})
@@ -560,6 +836,14 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 		}
 	}
 	return deep, nil
+}
+
+// scaleAt is a layer scale's j-th value, 1 without one.
+func scaleAt(ls []float32, j int) float32 {
+	if ls == nil {
+		return 1
+	}
+	return ls[j]
 }
 
 // project writes W·x + b for W of len(out) rows of len(x) values, with
@@ -579,10 +863,10 @@ func project(out, w, b, x []float32) {
 // up when there is a gate, else of up, then down.
 func (v *Vision) ffn(L *visionLayer, in []float32) []float32 {
 	up := make([]float32, v.Config.FF)
-	project(up, L.up, L.upB, in)
+	projectClamped(up, L.up, L.upB, in, L.upC)
 	if L.gate != nil {
 		gate := make([]float32, len(up))
-		project(gate, L.gate, L.gateB, in)
+		projectClamped(gate, L.gate, L.gateB, in, L.gateC)
 		for j, gv := range gate {
 			up[j] *= v.act(gv)
 		}
@@ -592,7 +876,7 @@ func (v *Vision) ffn(L *visionLayer, in []float32) []float32 {
 		}
 	}
 	out := make([]float32, v.Config.Embd)
-	project(out, L.down, L.downB, up)
+	projectClamped(out, L.down, L.downB, up, L.downC)
 	return out
 }
 
@@ -602,6 +886,8 @@ func (v *Vision) act(x float32) float32 {
 		return gelu(x)
 	case actSiLU:
 		return silu(x)
+	case actGELUErf:
+		return geluErf(x)
 	}
 	return geluQuick(x)
 }
@@ -625,7 +911,7 @@ func (v *Vision) ropeCaches(g *patchGrid) ([][]float32, ropeMode) {
 	c := v.Config
 	hd := c.Embd / c.Heads
 	switch c.Projector {
-	case projQwen2, projQwen25, projQwen3:
+	case projQwen2, projQwen25, projQwen3, projGLM4V:
 		thetaScale := float32(math.Pow(10000, float64(-2/float32(hd/2))))
 		caches := alloc2(len(g.y), hd)
 		for t := range caches {
@@ -640,6 +926,22 @@ func (v *Vision) ropeCaches(g *patchGrid) ([][]float32, ropeMode) {
 				cos, sin := ropeYarn(theta, 1, [2]float32{}, i0, 0, 1)
 				caches[t][i0], caches[t][i0+1] = cos, sin
 				theta *= thetaScale
+			}
+		}
+		return caches, ropeNeox
+	case projGemma4V:
+		// clip_graph_gemma4v: per half of the head, NeoX pairs at
+		// frequencies 100^(−2i/(hd/2)) of the column, then of the row.
+		thetaScale := float32(math.Pow(100, float64(-2/float32(hd/2))))
+		caches := alloc2(len(g.y), hd)
+		for t := range caches {
+			for part, pos := range []int{g.x[t], g.y[t]} {
+				theta := float32(pos)
+				for i0 := 0; i0 < hd/2; i0 += 2 {
+					cos, sin := ropeYarn(theta, 1, [2]float32{}, i0, 0, 1)
+					caches[t][part*hd/2+i0], caches[t][part*hd/2+i0+1] = cos, sin
+					theta *= thetaScale
+				}
 			}
 		}
 		return caches, ropeNeox
@@ -691,18 +993,8 @@ func (v *Vision) gemma3Projector(x [][]float32, g *patchGrid) [][]float32 {
 	k, side := c.Merge, g.nx/c.Merge
 	out := alloc2(side*side, c.ProjDim)
 	pooled := make([]float32, c.Embd)
-	inv := 1 / float32(k*k)
 	for o := range out {
-		oy, ox := o/side, o%side
-		for j := range pooled {
-			var s float32
-			for dy := range k {
-				for dx := range k {
-					s += x[(oy*k+dy)*g.nx+ox*k+dx][j]
-				}
-			}
-			pooled[j] = s * inv
-		}
+		avgPool(pooled, x, g, k, o/side, o%side)
 		rmsNorm(pooled, pooled, v.softEmbNorm, c.Eps)
 		for e, pe := range pooled {
 			row := v.inputProj[e*c.ProjDim : (e+1)*c.ProjDim]
@@ -712,6 +1004,127 @@ func (v *Vision) gemma3Projector(x [][]float32, g *patchGrid) [][]float32 {
 		}
 	}
 	return out
+}
+
+// shuffleProjector is clip_graph_siglip's SmolVLM and LFM2-VL projectors
+// and clip_graph_internvl's: the pixel shuffle puts each Merge × Merge
+// square of patches side by side (row by row, each patch's values
+// together; squares in raster order), then SmolVLM's linear map, or
+// LFM2-VL's and InternVL's LayerNorm (eps 1e-5, when the file has its
+// weights), mm.1, GELU and mm.2.
+func (v *Vision) shuffleProjector(x [][]float32, g *patchGrid) [][]float32 {
+	c := v.Config
+	n, k := c.Embd, c.Merge
+	cols := g.nx / k
+	out := alloc2(cols*(g.ny/k), c.ProjDim)
+	in := make([]float32, n*k*k)
+	var hidden []float32
+	if v.mm1B != nil {
+		hidden = make([]float32, len(v.mm1B))
+	}
+	for o := range out {
+		oy, ox := o/cols, o%cols
+		for ky := range k {
+			for kx := range k {
+				copy(in[(ky*k+kx)*n:(ky*k+kx+1)*n], x[(oy*k+ky)*g.nx+ox*k+kx])
+			}
+		}
+		if c.Projector == projIdefics {
+			project(out[o], v.mmFC, nil, in)
+			continue
+		}
+		if v.inNormW != nil {
+			layerNorm(in, in, v.inNormW, nil, 1e-5)
+		}
+		for j := range v.inNormB {
+			in[j] += v.inNormB[j]
+		}
+		project(hidden, v.mm1, v.mm1B, in)
+		for j, h := range hidden {
+			hidden[j] = gelu(h)
+		}
+		project(out[o], v.mm2, v.mm2B, hidden)
+	}
+	return out
+}
+
+// glm4vProjector is clip_graph_glm4v's: each 2×2 block of tokens (in the
+// Qwen order, row by row) through the merger convolution, mm.model.fc, the
+// LayerNorm mm.post_norm (eps 1e-5), erf GELU, then the SwiGLU of mm.gate,
+// mm.up and mm.down.
+func (v *Vision) glm4vProjector(x [][]float32) [][]float32 {
+	c := v.Config
+	n, kk := c.Embd, c.Merge*c.Merge
+	out := alloc2(len(x)/kk, c.ProjDim)
+	in := make([]float32, kk*n)
+	merged, fc := make([]float32, v.glmMergerOut), make([]float32, v.glmFCOut)
+	up, gate := make([]float32, v.glmFF), make([]float32, v.glmFF)
+	for o := range out {
+		// The convolution's input is [E][Merge][Merge] (channel, row,
+		// column), its kernel the same per output.
+		for i := range kk {
+			for ch, val := range x[kk*o+i] {
+				in[ch*kk+i] = val
+			}
+		}
+		project(merged, v.glmMerger, v.glmMergerB, in)
+		project(fc, v.mmFC, nil, merged)
+		layerNorm(fc, fc, v.postNormW, v.postNormB, 1e-5)
+		for j, f := range fc {
+			fc[j] = geluErf(f)
+		}
+		project(up, v.projUp, v.projUpB, fc)
+		project(gate, v.projGate, v.projGateB, fc)
+		for j, g := range gate {
+			up[j] *= v.act(g)
+		}
+		project(out[o], v.projDown, v.projDownB, up)
+	}
+	return out
+}
+
+// avgPool writes the mean of the k × k square of tokens at pooled row oy
+// and column ox to dst (ggml_pool_2d, GGML_OP_POOL_AVG).
+func avgPool(dst []float32, x [][]float32, g *patchGrid, k, oy, ox int) {
+	inv := 1 / float32(k*k)
+	for j := range dst {
+		var s float32
+		for dy := range k {
+			for dx := range k {
+				s += x[(oy*k+dy)*g.nx+ox*k+dx][j]
+			}
+		}
+		dst[j] = s * inv
+	}
+}
+
+// gemma4Projector is clip_graph_gemma4v's pooler and embedder: average
+// pooling of Merge × Merge patches, × √E, the standardisation when the
+// file has it, an RMS norm without weight and the clamped input
+// projection.
+func (v *Vision) gemma4Projector(x [][]float32, g *patchGrid) [][]float32 {
+	c := v.Config
+	k, cols := c.Merge, g.nx/c.Merge
+	out := alloc2(cols*(g.ny/k), c.ProjDim)
+	pooled := make([]float32, c.Embd)
+	scale := float32(math.Sqrt(float64(c.Embd)))
+	for o := range out {
+		avgPool(pooled, x, g, k, o/cols, o%cols)
+		for j := range pooled {
+			pooled[j] *= scale
+			if v.stdBias != nil && v.stdScale != nil {
+				pooled[j] = (pooled[j] - v.stdBias[j]) * v.stdScale[j]
+			}
+		}
+		rmsNormPlain(pooled, pooled, c.Eps)
+		projectClamped(out[o], v.inputProj, nil, pooled, v.inputProjC)
+	}
+	return out
+}
+
+// geluErf is ggml_gelu_erf: 0.5·x·(1 + erf(x/√2)).
+func geluErf(x float32) float32 {
+	return float32(0.5 * float64(x) * (1 + math.Erf(float64(x)/math.Sqrt2)))
 }
 
 // merge runs a Qwen merger over each 2×2 block of x (clip_graph_qwen2vl's
@@ -790,8 +1203,12 @@ func (v *Vision) pixtralProjector(x [][]float32, g *patchGrid) [][]float32 {
 func (c *VisionConfig) TestImageSize() (width, height int) {
 	unit := c.PatchSize * c.Merge
 	switch c.Projector {
-	case projGemma3:
+	case projGemma3, projIdefics, projIntern, projGLM4V:
 		return c.ImageSize, c.ImageSize
+	case projGemma4V:
+		return 3 * unit, 2 * unit
+	case projLFM2:
+		return 10 * unit, 9 * unit
 	case projPixtral:
 		return 4 * unit, 2 * unit
 	}

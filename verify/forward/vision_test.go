@@ -101,7 +101,7 @@ func loadVision(t *testing.T, md Metadata, f *ggufread.File) (*VisionConfig, *Vi
 // features with transformers' (float32, eager attention); it also checks
 // that NormalizeImage of TestImage is the processor's pixel_values.
 func TestVisionTransformers(t *testing.T) {
-	for _, name := range []string{"gemma3mm", "qwen2vl", "qwen25vl", "qwen3vl", "mistral3", "pixtral"} {
+	for _, name := range []string{"gemma3mm", "qwen2vl", "qwen25vl", "qwen3vl", "mistral3", "pixtral", "smolvlm", "lfm2vl", "internvl", "glm4v", "glm4vmoe", "gemma4", "gemma4moe"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ref := readImageFixture(t, name)
@@ -287,5 +287,20 @@ func TestVisionLegacyFFNNames(t *testing.T) {
 	}
 	if e := RelError(slices.Concat(got...), slices.Concat(want...)); e != 0 {
 		t.Errorf("relative error %.3g with the legacy names", e)
+	}
+}
+
+// TestVisionGLM4VGrid: GLM-4.1V's tower runs on images of its position
+// table's grid only (clip.cpp resizes the table bicubically for others).
+func TestVisionGLM4VGrid(t *testing.T) {
+	f := convertMMProj(t, "glm4v")
+	c, v := loadVision(t, f, f)
+	side := 2 * c.ImageSize
+	img, err := NormalizeImage(TestImage(side, side), side, side, c.Mean, c.Std)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Features(context.Background(), img, 1); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("%d×%d image: error %v, want ErrUnsupported", side, side, err)
 	}
 }

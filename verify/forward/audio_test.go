@@ -1,0 +1,111 @@
+package forward
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/gguf"
+	ggufread "github.com/ggufkit/ggufkit/readers/gguf"
+)
+
+// audioFixture is a fixture's mmproj/audio.json: the fixed log-mel input and
+// transformers' audio features of it.
+type audioFixture struct {
+	InputFeatures struct {
+		Shape []int `json:"shape"`
+	} `json:"input_features"`
+	AudioFeatures struct {
+		Shape []int `json:"shape"`
+	} `json:"audio_features"`
+}
+
+// loadAudio reads a projector file's audio encoder.
+func loadAudio(t *testing.T, f *ggufread.File) *Audio {
+	t.Helper()
+	c, err := ParseAudioConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := LoadAudio(c, GGUFWeights(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestAudioTransformers runs each audio encoder of an F32 projector
+// conversion on the fixture's log-mel input and compares the audio
+// features with transformers' (float32, eager attention), within the
+// vision towers' limits; it also checks that TestMel is that input.
+func TestAudioTransformers(t *testing.T) {
+	for _, name := range []string{"qwen2audio", "voxtral"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(fixtures, name, "mmproj")
+			raw, err := os.ReadFile(filepath.Join(dir, "audio.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ref audioFixture
+			if err := json.Unmarshal(raw, &ref); err != nil {
+				t.Fatal(err)
+			}
+			bins, frames := ref.InputFeatures.Shape[0], ref.InputFeatures.Shape[1]
+			mel := readF32(t, filepath.Join(dir, "input_features.f32"), bins*frames)
+			want := readF32(t, filepath.Join(dir, "audio_features.f32"), ref.AudioFeatures.Shape[0]*ref.AudioFeatures.Shape[1])
+			if e := RelError(TestMel(bins, frames), mel); e > 1e-6 {
+				t.Errorf("TestMel: relative error %.3g from the fixture's input", e)
+			}
+			a := loadAudio(t, convertMMProj(t, name))
+			got, err := a.Features(context.Background(), mel, frames, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != ref.AudioFeatures.Shape[0] || len(got[0]) != ref.AudioFeatures.Shape[1] {
+				t.Fatalf("%d×%d features, transformers has %v", len(got), len(got[0]), ref.AudioFeatures.Shape)
+			}
+			flat := slices.Concat(got...)
+			cos, rel := Cosine(flat, want), RelError(flat, want)
+			t.Logf("%d tokens × %d: cosine %.9f, relative error %.3g", len(got), len(got[0]), cos, rel)
+			if cos < 0.99999 || rel > math.Sqrt(2*1e-5) {
+				t.Errorf("audio features: cosine %.9f, relative error %.3g from transformers'", cos, rel)
+			}
+		})
+	}
+}
+
+// TestAudioErrors: keys an audio projector file could get wrong are
+// refused with ErrMetadata (ErrUnsupported for an encoder without a
+// forward pass), and an input the encoder cannot take with ErrUnsupported.
+func TestAudioErrors(t *testing.T) {
+	f := convertMMProj(t, "qwen2audio")
+	for _, tc := range []struct {
+		name, key string
+		v         gguf.Value
+		want      error
+	}{
+		{"unknown projector", "clip.projector_type", gguf.String("ultravox"), ErrUnsupported},
+		{"voxtral without a stack factor", "clip.projector_type", gguf.String("voxtral"), ErrMetadata},
+		{"no mel bins", "clip.audio.num_mel_bins", gguf.Uint32(0), ErrMetadata},
+		{"heads not dividing", "clip.audio.attention.head_count", gguf.Uint32(3), ErrMetadata},
+		{"epsilon of the wrong type", "clip.audio.attention.layer_norm_epsilon", gguf.String("1e-5"), ErrMetadata},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := ParseAudioConfig(withKV{f, tc.key, tc.v}); !errors.Is(err, tc.want) {
+				t.Errorf("error %v, want %v", err, tc.want)
+			}
+		})
+	}
+	a := loadAudio(t, f)
+	c := a.Config
+	for _, frames := range []int{0, 6, a.MaxFrames + 4} {
+		if _, err := a.Features(context.Background(), TestMel(c.MelBins, frames), frames, 1); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%d frames: error %v", frames, err)
+		}
+	}
+}
