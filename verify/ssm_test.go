@@ -11,7 +11,7 @@ import (
 
 // TestBrokenSSM breaks the F32 conversions of the state-space, RWKV and
 // hybrid fixtures (mamba, mamba2, rwkv6, rwkv6qwen2, rwkv7, lfm2, qwen35,
-// granitehybrid, jamba, falconh1) the way a converter could and shows
+// granitehybrid, jamba, falconh1, kimilinear) the way a converter could and shows
 // verify fails each against
 // the correct file, with a problem naming what differs.
 func TestBrokenSSM(t *testing.T) {
@@ -83,6 +83,16 @@ func TestBrokenSSM(t *testing.T) {
 		{"lfm2", "wrong l_cache", func(t *testing.T, m *model) {
 			m.setKV("lfm2.shortconv.l_cache", gguf.Uint32(4))
 		}, CheckTensors, "blk.0.shortconv.conv.weight", "lfm2 expects [4 8]"},
+		{"kimilinear", "KDA q and k convolutions of two blocks swapped", func(t *testing.T, m *model) {
+			a, b := m.tensor(t, "blk.0.ssm_conv1d_q.weight"), m.tensor(t, "blk.2.ssm_conv1d_k.weight")
+			a.data, b.data = b.data, a.data
+		}, CheckReference, "blk.0.ssm_conv1d_q.weight", ""},
+		{"kimilinear", "wrong conv kernel size", func(t *testing.T, m *model) {
+			m.setKV("kimi-linear.ssm.conv_kernel", gguf.Uint32(3))
+		}, CheckTensors, "blk.0.ssm_conv1d_q.weight", "kimi-linear expects [3 1 8]"},
+		{"kimilinear", "wrong KDA head size", func(t *testing.T, m *model) {
+			m.setKV("kimi-linear.kda.head_dim", gguf.Uint32(2))
+		}, CheckTensors, "blk.0.ssm_f_a.weight", "kimi-linear expects [4 2]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture+"/"+tc.name, func(t *testing.T) {

@@ -28,14 +28,6 @@ func (v *verifier) checkStructure() error {
 	}
 	cfg, err := forward.ParseConfig(v.f)
 	switch {
-	case errors.Is(err, forward.ErrUnsupported) && recurrentArchs[arch] != "":
-		// Checked without verify/forward: the tokenizer, every tensor's
-		// data and, with a reference, the metadata and tensors against it.
-		v.structureOnly = true
-		v.rep.Warnings = append(v.rep.Warnings, fmt.Sprintf(
-			"%s has recurrent blocks (%s), which verify/forward does not implement: this verification checks the "+
-				"structure (metadata, tokenizer) and the tensors only, with no tensor-set check against llama.cpp's "+
-				"loader and no forward pass", arch, recurrentArchs[arch]))
 	case errors.Is(err, forward.ErrUnsupported):
 		return err
 	case err != nil:
@@ -61,13 +53,6 @@ func (v *verifier) loadTokenizer() error {
 	}
 	v.vocab = vocab
 	return nil
-}
-
-// recurrentArchs are the architectures with recurrent blocks that
-// ggufkit converts and verify/forward does not run, with what the blocks
-// are: verify checks their structure and tensors only, and says so.
-var recurrentArchs = map[string]string{
-	"kimi-linear": "Kimi Delta Attention",
 }
 
 // checkTensorSet compares the file's tensors with ExpectedTensors: every

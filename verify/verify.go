@@ -126,8 +126,8 @@ type verifier struct {
 	tok    *tokenizer.Tokenizer   // nil when the vocabulary does not load
 	vocab  *tokenizer.Vocab
 	broken bool // a structural failure the forward pass cannot run with
-	// structureOnly is set for an architecture with recurrent blocks:
-	// no tensor-set check and no forward pass (see recurrentArchs).
+	// structureOnly is set for a projector file without a forward pass of
+	// its towers: its keys, tensors and values are checked, nothing run.
 	structureOnly bool
 }
 

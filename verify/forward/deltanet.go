@@ -124,7 +124,7 @@ func (s *Session) deltaNet(ctx context.Context, il int, l *layer, h [][]float32)
 	causalConv(s.recr.conv[il], ly.conv, g.dConv, qkv)
 	scale := float32(1 / math.Sqrt(float64(ds)))
 	y := rows(T, g.dInner)
-	delta := make([]float32, ds)
+	delta, decay := make([]float32, ds), make([]float32, 1)
 	state := s.recr.scan[il] // [nv][ds (v)][ds (k)]
 	for t := range qkv {
 		for i, v := range qkv[t] {
@@ -136,27 +136,11 @@ func (s *Session) deltaNet(ctx context.Context, il int, l *layer, h [][]float32)
 			l2Norm(k[off:off+ds], c.NormEps)
 		}
 		for hv := range nv {
-			b := sigmoid(beta[t][hv])
-			decay := float32(math.Exp(float64(softplus(alpha[t][hv]+ly.dtB[hv]) * ly.a[hv])))
+			decay[0] = float32(math.Exp(float64(softplus(alpha[t][hv]+ly.dtB[hv]) * ly.a[hv])))
 			kh := hv % nk
-			qh, kk, vh := q[kh*ds:(kh+1)*ds], k[kh*ds:(kh+1)*ds], v[hv*ds:(hv+1)*ds]
-			m := state[hv*ds*ds : (hv+1)*ds*ds]
-			for i := range m {
-				m[i] *= decay
-			}
-			for j := range ds {
-				delta[j] = (vh[j] - dot(m[j*ds:(j+1)*ds], kk)) * b
-			}
-			for j := range ds {
-				row := m[j*ds : (j+1)*ds]
-				for i := range row {
-					row[i] += kk[i] * delta[j]
-				}
-			}
 			out := y[t][hv*ds : (hv+1)*ds]
-			for j := range ds {
-				out[j] = dot(m[j*ds:(j+1)*ds], qh) * scale
-			}
+			deltaRule(state[hv*ds*ds:(hv+1)*ds*ds], q[kh*ds:(kh+1)*ds], k[kh*ds:(kh+1)*ds], v[hv*ds:(hv+1)*ds],
+				decay, sigmoid(beta[t][hv]), scale, delta, out)
 			rmsNorm(out, out, ly.ssmNorm, c.NormEps)
 			for j := range out {
 				out[j] *= silu(z[t][hv*ds+j])
@@ -168,6 +152,39 @@ func (s *Session) deltaNet(ctx context.Context, il int, l *layer, h [][]float32)
 		return nil, err
 	}
 	return out, nil
+}
+
+// deltaRule is ggml_gated_delta_net on one value head and token: the
+// state m ([d (v)][d (k)]) decays by decay (one factor, or with Kimi's
+// per-channel gate one per key dimension), is corrected towards v along k
+// by β (m += (β(v − m·k)) ⊗ k), and is read out along q, scaled, into out.
+// delta is d values of scratch.
+func deltaRule(m, q, k, v, decay []float32, beta, scale float32, delta, out []float32) {
+	d := len(k)
+	for j := range d {
+		row := m[j*d : (j+1)*d]
+		if len(decay) == 1 {
+			for i := range row {
+				row[i] *= decay[0]
+			}
+		} else {
+			for i := range row {
+				row[i] *= decay[i]
+			}
+		}
+	}
+	for j := range d {
+		delta[j] = (v[j] - dot(m[j*d:(j+1)*d], k)) * beta
+	}
+	for j := range d {
+		row := m[j*d : (j+1)*d]
+		for i := range row {
+			row[i] += k[i] * delta[j]
+		}
+	}
+	for j := range d {
+		out[j] = dot(m[j*d:(j+1)*d], q) * scale
+	}
 }
 
 // l2Norm is build_gdn_l2_norm in place: ggml_rms_norm with eps/n, scaled

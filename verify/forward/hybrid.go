@@ -24,6 +24,7 @@ const (
 	recShortConv         // lfm2's gated short convolution (hybrid.go)
 	recDeltaNet          // the gated delta net (deltanet.go)
 	recMamba             // Mamba or Mamba-2 (ssm.go)
+	recKDA               // Kimi Delta Attention (kda.go)
 )
 
 // mixer is the function running a block's recurrent mixer.
@@ -31,6 +32,8 @@ func (s *Session) mixer() func(ctx context.Context, il int, ly *layer, h [][]flo
 	switch s.m.cfg.arch.recurrent {
 	case recDeltaNet:
 		return s.deltaNet
+	case recKDA:
+		return s.kda
 	case recMamba:
 		return func(ctx context.Context, il int, ly *layer, h [][]float32) ([][]float32, error) {
 			return s.mamba(ctx, s.m.cfg.rssm, ly.rec, s.recr.conv[il], s.recr.scan[il], h)
@@ -92,7 +95,7 @@ func newRecurrentState(c *Config) *recurrentState {
 	for il := range st.conv {
 		switch {
 		case !c.recurrent(il):
-		case c.arch.recurrent == recDeltaNet:
+		case c.arch.recurrent == recDeltaNet || c.arch.recurrent == recKDA:
 			g := c.rssm
 			st.conv[il] = make([]float32, (g.dConv-1)*g.convDim())
 			st.scan[il] = make([]float32, g.dtRank*g.dState*g.dState)

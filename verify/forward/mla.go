@@ -10,7 +10,8 @@ import "context"
 // (attn_kv_a_mqa's first kv_lora_rank values) followed by its rotated
 // part, shared by every head (MQA); the value is the latent. Each head's
 // attended latent is decompressed by attn_v_b, and the heads go through
-// attn_output.
+// attn_output. kimi-linear's MLA blocks (rope none) leave the rotated
+// parts as they are.
 func (s *Session) mlaAttention(ctx context.Context, il int, ly *layer, h [][]float32) ([][]float32, error) {
 	c := s.m.cfg
 	T := len(h)
@@ -40,10 +41,15 @@ func (s *Session) mlaAttention(ctx context.Context, il int, ly *layer, h [][]flo
 	cache := make([]float32, nRot)
 	Q := rows(T, c.Heads*(rank+nRot))
 	for t := range h {
-		ropeCache(cache, s.n+t, nRot, c.RopeBase, c.RopeFreqScale, s.factors, c)
+		roped := c.rope != ropeNone // kimi-linear's MLA blocks have no RoPE
+		if roped {
+			ropeCache(cache, s.n+t, nRot, c.RopeBase, c.RopeFreqScale, s.factors, c)
+		}
 		kv := kva[t]
 		rmsNorm(kv[:rank], kv[:rank], ly.kvANorm, c.NormEps)
-		rope(kv[rank:], cache, nRot, c.rope)
+		if roped {
+			rope(kv[rank:], cache, nRot, c.rope)
+		}
 		kd, vd := s.k[il][(s.n+t)*c.kvDimK():][:len(kv)], s.v[il][(s.n+t)*c.kvDimV():][:rank]
 		copy(kd, kv)
 		copy(vd, kv[:rank])
@@ -53,7 +59,9 @@ func (s *Session) mlaAttention(ctx context.Context, il int, ly *layer, h [][]flo
 		}
 		for hd := 0; hd < c.Heads; hd++ {
 			qh := q[t][hd*kMLA : (hd+1)*kMLA]
-			rope(qh[nope:], cache, nRot, c.rope)
+			if roped {
+				rope(qh[nope:], cache, nRot, c.rope)
+			}
 			dst := Q[t][hd*(rank+nRot) : (hd+1)*(rank+nRot)]
 			if err := s.mul(ctx, ly.wkB[hd], nil, [][]float32{qh[:nope]}, [][]float32{dst[:rank]}); err != nil {
 				return nil, err

@@ -254,10 +254,10 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 	}
 	attn := s.selfAttention
 	switch {
-	case c.arch.mla:
-		attn = s.mlaAttention
 	case c.recurrent(il) && !c.arch.parallelMixer:
 		attn = s.mixer()
+	case c.arch.mla:
+		attn = s.mlaAttention
 	}
 	o, err := attn(ctx, il, ly, attnIn)
 	if err != nil {

@@ -166,6 +166,8 @@ type ssmLayer struct {
 	dtB, a, d, ssmNorm     []float32
 	// Jamba's norms of Δ, B and C.
 	dtNorm, bNorm, cNorm []float32
+	// Kimi Delta Attention's low-rank decay and output gate projections.
+	fA, fB, gA, gB *matrix
 }
 
 // loadSSM reads a Mamba model's tensors (shapes checked by l).
@@ -255,10 +257,20 @@ func (l *loader) recurrentLayer(il int, ly *ssmLayer) error {
 	}{{&ly.in, "ssm_in.weight"}, {&ly.x, "ssm_x.weight"}, {&ly.dt, "ssm_dt.weight"}, {&ly.out, "ssm_out.weight"},
 		{&ly.in, "attn_qkv.weight"}, {&ly.gateZ, "attn_gate.weight"}, {&ly.beta, "ssm_beta.weight"},
 		{&ly.alpha, "ssm_alpha.weight"}, {&ly.ba, "ssm_ba.weight"},
-		{&ly.in, "shortconv.in_proj.weight"}, {&ly.out, "shortconv.out_proj.weight"}} {
+		{&ly.in, "shortconv.in_proj.weight"}, {&ly.out, "shortconv.out_proj.weight"},
+		{&ly.fA, "ssm_f_a.weight"}, {&ly.fB, "ssm_f_b.weight"}, {&ly.gA, "ssm_g_a.weight"}, {&ly.gB, "ssm_g_b.weight"}} {
 		if *m.dst == nil && err == nil {
 			*m.dst, err = l.mat(b(m.name))
 		}
+	}
+	// Kimi's separate Q, K and V convolutions, run as one of their
+	// concatenated channels.
+	for _, n := range []string{"ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight"} {
+		var k []float32
+		if err == nil {
+			k, err = l.vec(b(n))
+		}
+		ly.conv = append(ly.conv, k...)
 	}
 	return err
 }
