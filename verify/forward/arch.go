@@ -283,11 +283,7 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.attn_q_a.weight", dims: []dim{dEmbd, dQLora}, only: onlyQLora},
 			{name: "blk.%d.attn_q_a_norm.weight", dims: []dim{dQLora}, only: onlyQLora},
 			{name: "blk.%d.attn_q_b.weight", dims: []dim{dQLora, dQMLA}, only: onlyQLora},
-			{name: "blk.%d.attn_kv_a_mqa.weight", dims: []dim{dEmbd, dKVA}},
-			{name: "blk.%d.attn_kv_a_norm.weight", dims: []dim{dKVLora}},
-			{name: "blk.%d.attn_k_b.weight", dims: []dim{dNope, dKVLora, dHeads}},
-			{name: "blk.%d.attn_v_b.weight", dims: []dim{dKVLora, dVMLA, dHeads}},
-			{name: "blk.%d.attn_output.weight", dims: []dim{dOutMLA, dEmbd}},
+		}, mlaKVRules, []rule{
 			ffnNormRule,
 			{name: "blk.%d.ffn_gate.weight", dims: []dim{dEmbd, dFF}, only: onlyDense},
 			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}, only: onlyDense},
@@ -1494,6 +1490,16 @@ func gatedFFNRules(biases bool) []rule {
 			rule{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}, optional: true})
 	}
 	return rs
+}
+
+// mlaKVRules are an MLA block's compressed key/value projections and its
+// output (deepseek2 and its relatives, kimi-linear's attention blocks).
+var mlaKVRules = []rule{
+	{name: "blk.%d.attn_kv_a_mqa.weight", dims: []dim{dEmbd, dKVA}},
+	{name: "blk.%d.attn_kv_a_norm.weight", dims: []dim{dKVLora}},
+	{name: "blk.%d.attn_k_b.weight", dims: []dim{dNope, dKVLora, dHeads}},
+	{name: "blk.%d.attn_v_b.weight", dims: []dim{dKVLora, dVMLA, dHeads}},
+	{name: "blk.%d.attn_output.weight", dims: []dim{dOutMLA, dEmbd}},
 }
 
 func concat(parts ...[]rule) []rule {

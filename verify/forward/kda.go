@@ -124,14 +124,7 @@ func (s *Session) kda(ctx context.Context, il int, l *layer, h [][]float32) ([][
 }
 
 func init() {
-	mla := []rule{
-		{name: "blk.%d.attn_q.weight", dims: []dim{dEmbd, dQMLA}},
-		{name: "blk.%d.attn_kv_a_mqa.weight", dims: []dim{dEmbd, dKVA}},
-		{name: "blk.%d.attn_kv_a_norm.weight", dims: []dim{dKVLora}},
-		{name: "blk.%d.attn_k_b.weight", dims: []dim{dNope, dKVLora, dHeads}},
-		{name: "blk.%d.attn_v_b.weight", dims: []dim{dKVLora, dVMLA, dHeads}},
-		{name: "blk.%d.attn_output.weight", dims: []dim{dOutMLA, dEmbd}},
-	}
+	mla := concat([]rule{{name: "blk.%d.attn_q.weight", dims: []dim{dEmbd, dQMLA}}}, mlaKVRules)
 	kda := []rule{
 		{name: "blk.%d.attn_q.weight", dims: []dim{dEmbd, dRecInner}},
 		{name: "blk.%d.attn_k.weight", dims: []dim{dEmbd, dRecInner}},
