@@ -2,6 +2,7 @@ package arch
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -101,7 +102,7 @@ func newNemotronH(h HParams, dir string) (Model, error) {
 		return nil, &UnsupportedError{Arch: "NemotronHForCausalLM", Reason: "moe_latent_size is set (latent MoE " +
 			"projections): not converted by ggufkit"}
 	}
-	hp := cloneHParams(h)
+	hp := maps.Clone(h)
 	hp["num_hidden_layers"] = int64(len(types))
 	attnLayers := func(_ HParams, blocks int) ([]bool, error) {
 		attn := make([]bool, blocks)
@@ -121,15 +122,6 @@ func newNemotronH(h HParams, dir string) (Model, error) {
 	}
 	g.ssm.dInner = nHeads * g.ssm.dModel
 	return &nemotronH{graniteHybrid: g, types: types}, nil
-}
-
-// cloneHParams is a shallow copy of h.
-func cloneHParams(h HParams) HParams {
-	out := make(HParams, len(h))
-	for k, v := range h {
-		out[k] = v
-	}
-	return out
 }
 
 func (m *nemotronH) is(bid int, types ...string) bool {

@@ -19,16 +19,9 @@ import (
 // must share one width.
 func (c *Config) readBlockFF(r *kvReader) error {
 	key := r.key(gguf.SuffixFeedForwardLength)
-	v, ok := r.md.KV(key)
-	if !ok || !v.IsArray() {
-		return fmt.Errorf("%w: %s must give one width per block (0 for a block without an FFN)", ErrMetadata, key)
-	}
-	if e := v.ElemType(); e != gguf.TypeUint32 && e != gguf.TypeInt32 {
-		return fmt.Errorf("%w: %s has wrong array element type %s", ErrMetadata, key, e)
-	}
-	xs, _ := v.Ints()
-	if len(xs) != c.Layers {
-		return fmt.Errorf("%w: key %s has wrong array length; expected %d, got %d", ErrMetadata, key, c.Layers, len(xs))
+	xs, err := r.perBlock(key, c.Layers, "one width per block (0 for a block without an FFN)")
+	if err != nil {
+		return err
 	}
 	c.FFNBlocks = make([]bool, c.Layers)
 	for il, x := range xs {
