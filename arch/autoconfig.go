@@ -103,6 +103,9 @@ var derivedKeys = map[string][]derivation{
 	// Gemma3nTextConfig: intermediate_size as a per-layer list, default
 	// layer types (4 sliding to 1 full) and activation sparsity.
 	"gemma3n_text": {deriveGemma3n},
+	// NemotronHConfig: layers_block_type from hybrid_override_pattern,
+	// the legacy mamba_ keys under their field names.
+	"nemotron_h": {deriveNemotronH},
 }
 
 // A derivation sets a key the config class computes from others.

@@ -16,11 +16,6 @@ func init() {
 	register(newJamba, "JambaForCausalLM")
 	registerRaw(newGraniteHybrid, "GraniteMoeHybridForCausalLM", "BambaForCausalLM")
 	registerRaw(newFalconH1, "FalconH1ForCausalLM")
-	refused["NemotronHForCausalLM"] = "with transformers 5.24 and later, NemotronHConfig always reports " +
-		"num_experts_per_tok (default 2), so llama.cpp's NemotronHModel takes its MoE path for every checkpoint: a " +
-		"dense Nemotron-H (Nemotron-H-8B, Nemotron-Nano-9B-v2) comes out as nemotron_h_moe with feed_forward_length 0 " +
-		"on its MLP blocks and expert keys from the config class's defaults, which llama.cpp's loader then takes for " +
-		"recurrent blocks and cannot load; ggufkit does not write that file (and does not convert the MoE checkpoints yet)"
 }
 
 // jamba is JambaModel (conversion/jamba.py): Mamba-1 blocks interleaved
@@ -235,18 +230,24 @@ func hint(h HParams, keys ...string) (int64, error) {
 }
 
 func newGraniteHybrid(h HParams, dir string) (Model, error) {
+	return newGraniteHybridAs(h, dir, "granitehybrid", hybridAttnLayers)
+}
+
+// newGraniteHybridAs is GraniteHybridModel.__init__ under the GGUF
+// architecture ggufArch, with a subclass's get_attn_layers.
+func newGraniteHybridAs(h HParams, dir, ggufArch string, attnLayers func(HParams, int) ([]bool, error)) (*graniteHybrid, error) {
 	g, err := newGraniteMoe(h, dir)
 	if err != nil {
 		return nil, err
 	}
 	m := &graniteHybrid{graniteMoe: g.(*graniteMoe)}
-	names, err := NewNameMap("granitehybrid", m.blocks)
+	names, err := NewNameMap(ggufArch, m.blocks)
 	if err != nil {
 		return nil, err
 	}
 	m.names = names
-	m.arch = "granitehybrid"
-	if m.attn, err = hybridAttnLayers(h, m.blocks); err != nil {
+	m.arch = ggufArch
+	if m.attn, err = attnLayers(h, m.blocks); err != nil {
 		return nil, err
 	}
 	for _, a := range m.attn {

@@ -102,11 +102,28 @@ func TestMambaOutputEqualToEmbedding(t *testing.T) {
 	}
 }
 
-// TestNemotronHRefused: the refusal says why.
+// TestNemotronHRefused: a dense Nemotron-H (MLP blocks, or no expert
+// blocks — also NemotronHConfig's default layers), an MTP head and latent
+// experts are refused, saying why.
 func TestNemotronHRefused(t *testing.T) {
-	_, err := New(parseHParams(t, `{"architectures": ["NemotronHForCausalLM"]}`), t.TempDir())
-	var u *UnsupportedError
-	if !errors.As(err, &u) || !strings.Contains(u.Reason, "num_experts_per_tok") {
-		t.Fatalf("err = %v", err)
+	for _, c := range []struct{ name, config, want string }{
+		{"dense pattern", `"hybrid_override_pattern": "M-M*-"`, "num_experts_per_tok"},
+		{"dense list", `"layers_block_type": ["mamba", "mlp", "attention"]`, "num_experts_per_tok"},
+		{"default layers", ``, "num_experts_per_tok"},
+		{"no experts", `"hybrid_override_pattern": "MM*"`, "num_experts_per_tok"},
+		{"mtp", `"hybrid_override_pattern": "ME*", "num_nextn_predict_layers": 1`, "MTP"},
+		{"latent", `"hybrid_override_pattern": "ME*", "moe_latent_size": 4`, "moe_latent_size"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := `{"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h"`
+			if c.config != "" {
+				cfg += ", " + c.config
+			}
+			_, err := New(parseHParams(t, cfg+"}"), t.TempDir())
+			var u *UnsupportedError
+			if !errors.As(err, &u) || !strings.Contains(u.Reason, c.want) {
+				t.Fatalf("err = %v", err)
+			}
+		})
 	}
 }

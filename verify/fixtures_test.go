@@ -88,6 +88,7 @@ func TestFixtures(t *testing.T) {
 		{"jamba", "Mamba blocks, attention without RoPE, experts"},
 		{"falconh1", "Attention and Mamba-2 side by side"},
 		{"kimilinear", "Kimi delta attention, then latent attention"},
+		{"nemotronhmoe", "Mamba-2, attention and experts, one per block"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

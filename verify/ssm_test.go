@@ -11,7 +11,8 @@ import (
 
 // TestBrokenSSM breaks the F32 conversions of the state-space, RWKV and
 // hybrid fixtures (mamba, mamba2, rwkv6, rwkv6qwen2, rwkv7, lfm2, qwen35,
-// granitehybrid, jamba, falconh1, kimilinear) the way a converter could and shows
+// granitehybrid, jamba, falconh1, kimilinear,
+// nemotronhmoe) the way a converter could and shows
 // verify fails each against
 // the correct file, with a problem naming what differs.
 func TestBrokenSSM(t *testing.T) {
@@ -80,6 +81,16 @@ func TestBrokenSSM(t *testing.T) {
 		{"falconh1", "wrong ssm_d_state", func(t *testing.T, m *model) {
 			m.setKV("falcon-h1.ssm.state_size", gguf.Uint32(4))
 		}, CheckTensors, "blk.0.ssm_in.weight", "falcon-h1 expects [8 44]"},
+		{"nemotronhmoe", "wrong ssm_d_state", func(t *testing.T, m *model) {
+			m.setKV("nemotron_h_moe.ssm.state_size", gguf.Uint32(4))
+		}, CheckTensors, "blk.0.ssm_in.weight", "nemotron_h_moe expects [8 148]"},
+		{"nemotronhmoe", "routers of two blocks swapped", func(t *testing.T, m *model) {
+			a, b := m.tensor(t, "blk.1.ffn_gate_inp.weight"), m.tensor(t, "blk.4.ffn_gate_inp.weight")
+			a.data, b.data = b.data, a.data
+		}, CheckReference, "blk.1.ffn_gate_inp.weight", ""},
+		{"nemotronhmoe", "selection bias dropped to zero", func(t *testing.T, m *model) {
+			clear(m.tensor(t, "blk.4.exp_probs_b.bias").data)
+		}, CheckReference, "blk.4.exp_probs_b.bias", ""},
 		{"lfm2", "wrong l_cache", func(t *testing.T, m *model) {
 			m.setKV("lfm2.shortconv.l_cache", gguf.Uint32(4))
 		}, CheckTensors, "blk.0.shortconv.conv.weight", "lfm2 expects [4 8]"},

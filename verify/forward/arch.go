@@ -162,6 +162,10 @@ type archInfo struct {
 	// recurrentKV: the blocks with head_count_kv 0 are recurrent (lfm2's
 	// short convolutions).
 	recurrentKV bool
+	// soloBlocks: each block is one of a recurrent mixer, attention or an
+	// FFN (feed_forward_length per block, non-zero on the FFN blocks),
+	// attn_norm its only norm (nemotron_h_moe).
+	soloBlocks bool
 
 	hparams func(c *Config, r *kvReader) error
 	tensors []rule
@@ -1416,7 +1420,7 @@ func (r rule) appliesAt(c *Config, il int) bool {
 	case onlyLayers64:
 		return c.Layers >= 64
 	case onlyAttn:
-		return il < 0 || !c.recurrent(il)
+		return il < 0 || (!c.recurrent(il) && !c.ffnBlock(il))
 	case onlyRecurrent:
 		return il < 0 || c.recurrent(il)
 	}

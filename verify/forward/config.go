@@ -141,6 +141,9 @@ type Config struct {
 	// is lfm2's short-convolution kernel width (shortconv.l_cache).
 	Recurrent []bool
 	ShortConv int
+	// FFNBlocks marks the FFN-only blocks of a soloBlocks architecture
+	// (nil: none).
+	FFNBlocks []bool
 	// XIELU holds each block's xIELU parameters as ggml_xielu uses them:
 	// alpha_n, alpha_p, beta, eps (apertus).
 	XIELU [][4]float32
@@ -344,7 +347,11 @@ func (c *Config) readCommon(r *kvReader) error {
 	if err := c.readExperts(r); err != nil {
 		return err
 	}
-	if err := r.u32OrArr(r.key(gguf.SuffixFeedForwardLength), &c.FF, c.Layers, false); err != nil {
+	if c.arch.soloBlocks {
+		if err := c.readBlockFF(r); err != nil {
+			return err
+		}
+	} else if err := r.u32OrArr(r.key(gguf.SuffixFeedForwardLength), &c.FF, c.Layers, false); err != nil {
 		return err
 	}
 	if err := r.u32OrArr(r.key(gguf.SuffixHeadCount), &c.Heads, c.Layers, false); err != nil {
@@ -619,7 +626,8 @@ func (c *Config) deriveRope() error {
 // moeLayer reports whether block il routes its FFN through experts (after
 // the DenseLead leading dense blocks, every MoEStep-th block).
 func (c *Config) moeLayer(il int) bool {
-	return c.Experts > 0 && il >= c.DenseLead && (c.MoEStep == 0 || (il+1)%c.MoEStep == 0)
+	return c.Experts > 0 && il >= c.DenseLead && (c.MoEStep == 0 || (il+1)%c.MoEStep == 0) &&
+		(c.FFNBlocks == nil || c.ffnBlock(il))
 }
 
 // Derived widths: all query heads, all key and value heads, the output of

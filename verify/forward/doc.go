@@ -8,8 +8,9 @@
 // falcon, starcoder, chatglm and gemma3n, the state-space models mamba
 // and mamba2 (ssm.go), the recurrent rwkv6, rwkv6qwen2 and rwkv7 (rwkv6.go,
 // rwkv7.go), the hybrids of attention and recurrent blocks lfm2, lfm2moe,
-// granitehybrid, jamba and falcon-h1 (hybrid.go), qwen3next, qwen35 and
-// qwen35moe (deltanet.go), kimi-linear (kda.go), and the encoders (encoder.go: bert, nomic-bert,
+// granitehybrid, jamba and falcon-h1 (hybrid.go), nemotron_h_moe
+// (nemotronh.go), qwen3next, qwen35 and qwen35moe (deltanet.go), kimi-linear
+// (kda.go), and the encoders (encoder.go: bert, nomic-bert,
 // nomic-bert-moe, jina-bert-v2, eurobert, modern-bert, neo-bert)
 // (src/models/*.cpp of llama.cpp commit 0c1e570), so that verify can run a
 // GGUF and its source side by side. vision.go runs the vision towers of

@@ -51,16 +51,9 @@ func (c *Config) recurrent(il int) bool { return il < len(c.Recurrent) && c.Recu
 // blocks must share one count.
 func (c *Config) readRecurrentKV(r *kvReader) error {
 	key := r.key(gguf.SuffixHeadCountKV)
-	v, ok := r.md.KV(key)
-	if !ok || !v.IsArray() {
-		return fmt.Errorf("%w: %s must give one count per block (0 for a recurrent block)", ErrMetadata, key)
-	}
-	if e := v.ElemType(); e != gguf.TypeUint32 && e != gguf.TypeInt32 {
-		return fmt.Errorf("%w: %s has wrong array element type %s", ErrMetadata, key, e)
-	}
-	xs, _ := v.Ints()
-	if len(xs) != c.Layers {
-		return fmt.Errorf("%w: key %s has wrong array length; expected %d, got %d", ErrMetadata, key, c.Layers, len(xs))
+	xs, err := r.perBlock(key, c.Layers, "one count per block (0 for a recurrent block)")
+	if err != nil {
+		return err
 	}
 	c.Recurrent = make([]bool, c.Layers)
 	kv := 0
@@ -80,6 +73,23 @@ func (c *Config) readRecurrentKV(r *kvReader) error {
 		c.HeadsKV = kv
 	}
 	return nil
+}
+
+// perBlock reads key as an array of n integers, one per block (must says
+// what it holds when it is missing or not an array).
+func (r *kvReader) perBlock(key string, n int, must string) ([]int64, error) {
+	v, ok := r.md.KV(key)
+	if !ok || !v.IsArray() {
+		return nil, fmt.Errorf("%w: %s must give %s", ErrMetadata, key, must)
+	}
+	if e := v.ElemType(); e != gguf.TypeUint32 && e != gguf.TypeInt32 {
+		return nil, fmt.Errorf("%w: %s has wrong array element type %s", ErrMetadata, key, e)
+	}
+	xs, _ := v.Ints()
+	if len(xs) != n {
+		return nil, fmt.Errorf("%w: key %s has wrong array length; expected %d, got %d", ErrMetadata, key, n, len(xs))
+	}
+	return xs, nil
 }
 
 // recurrentState is a session's recurrent state (a hybrid's, or a Mamba

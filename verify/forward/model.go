@@ -301,7 +301,7 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.gateExps, b("ffn_gate_exps.weight"))
 		set(&ly.upExps, b("ffn_up_exps.weight"))
 		set(&ly.downExps, b("ffn_down_exps.weight"))
-		if ly.gateExps == nil && err == nil {
+		if ly.gateExps == nil && ly.upExps == nil && err == nil {
 			ly.gateExps, ly.upExps, err = l.gateUpExperts(b("ffn_gate_up_exps.weight"))
 		}
 		set(&ly.gateInpShared, b("ffn_gate_inp_shexp.weight"))

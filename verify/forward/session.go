@@ -242,6 +242,9 @@ func (s *Session) preNorm(h, x [][]float32, w, b []float32) {
 // s.n, s.n+1, …
 func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 	c, ly := s.m.cfg, &s.m.layers[il]
+	if c.arch.soloBlocks {
+		return s.soloLayer(ctx, il, x)
+	}
 	T := len(x)
 	h := rows(T, c.Embd)
 	s.preNorm(h, x, ly.attnNorm, ly.attnNormB)
@@ -773,9 +776,12 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 		}
 		y := rows(len(toks), c.Embd)
 		var err error
-		if c.arch.moe.kind == moeOAI {
+		switch {
+		case c.arch.moe.kind == moeOAI:
 			err = s.expertOAI(ctx, ly, e, x, y)
-		} else {
+		case ly.gateExps == nil:
+			err = s.relu2(ctx, ly.upExps[e], ly.downExps[e], x, y)
+		default:
 			err = s.swiglu(ctx, ly.gateExps[e], ly.upExps[e], ly.downExps[e], x, y)
 		}
 		if err != nil {
@@ -799,11 +805,17 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 			}
 		}
 	}
-	if ly.gateShared == nil {
+	if ly.upShared == nil {
 		return nil
 	}
 	sh := rows(T, c.Embd)
-	if err := s.swiglu(ctx, ly.gateShared, ly.upShared, ly.downSh, h, sh); err != nil {
+	var err error
+	if ly.gateShared == nil {
+		err = s.relu2(ctx, ly.upShared, ly.downSh, h, sh)
+	} else {
+		err = s.swiglu(ctx, ly.gateShared, ly.upShared, ly.downSh, h, sh)
+	}
+	if err != nil {
 		return err
 	}
 	if ly.gateInpShared == nil {

@@ -3,7 +3,7 @@ package forward
 import "testing"
 
 // TestSSMFamilies runs Mamba, Falcon-Mamba, Mamba-2, RWKV-7, RWKV-6 and
-// the hybrids of attention and recurrent blocks on their convert fixtures
+// the hybrids (Nemotron-H's blocks of one kind each among them) of attention and recurrent blocks on their convert fixtures
 // and compares the logits with transformers' (within 1e-5 relative, as the
 // attention families here).
 func TestSSMFamilies(t *testing.T) {
@@ -37,6 +37,7 @@ func TestSSMFamilies(t *testing.T) {
 		// latent with the layer epsilon (1e-5), transformers with 1e-6:
 		// with 1e-6 there the logits agree to 5.0e-7.
 		{"kimilinear", "kimi-linear", 2e-5},
+		{"nemotronhmoe", "nemotron_h_moe", 1e-5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
