@@ -648,10 +648,8 @@ func decodeQ6K(dst []float32, src []byte) {
 // zeros there.
 func encodeQ8K(dst []byte, src, _ []float32) { encodeFiniteQ8K(dst, src, nil) }
 
-// encodeFiniteQ8K is quantize_row_q8_K_ref fused with the finiteness check
-// (codec.encodeFinite): it stops, returning false, at the first block whose
-// largest magnitude has the exponent bits of a NaN or an infinity.
-func encodeFiniteQ8K(dst []byte, src, _ []float32) bool {
+// encodeFiniteQ8KGeneric is encodeFiniteQ8K in plain Go.
+func encodeFiniteQ8KGeneric(dst []byte, src, _ []float32) bool {
 	for i := range len(src) / qkK {
 		x := (*[qkK]float32)(src[i*qkK:])
 		y := (*[q8KBytes]byte)(dst[i*q8KBytes:])

@@ -1,0 +1,30 @@
+//go:build !purego
+
+package quantize
+
+// The amd64 kernel of Q8_K (q8_amd64.s); the purego build tag turns it
+// off, and TestEncodeAsmMatchesGeneric and TestEncodeFiniteDifferential
+// check it against the Go form.
+
+//go:noescape
+func q8KAVX2(dst *byte, src *float32, nblocks int) int
+
+// encodeFiniteQ8K is quantize_row_q8_K_ref fused with the finiteness check
+// (codec.encodeFinite): it stops, returning false, at the first block whose
+// largest magnitude has the exponent bits of a NaN or an infinity. The
+// kernel leaves the blocks whose maximum is zero, tiny or not finite to the
+// Go form.
+func encodeFiniteQ8K(dst []byte, src, _ []float32) bool {
+	nb := len(src) / qkK
+	if !useAVX2 {
+		return encodeFiniteQ8KGeneric(dst, src, nil)
+	}
+	dst = dst[:nb*q8KBytes]
+	for i := 0; i < nb; i++ {
+		i += q8KAVX2(&dst[i*q8KBytes], &src[i*qkK], nb-i)
+		if i < nb && !encodeFiniteQ8KGeneric(dst[i*q8KBytes:(i+1)*q8KBytes], src[i*qkK:(i+1)*qkK], nil) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,10 @@
+//go:build !amd64 || purego
+
+package quantize
+
+// encodeFiniteQ8K is quantize_row_q8_K_ref fused with the finiteness check
+// (codec.encodeFinite): it stops, returning false, at the first block whose
+// largest magnitude has the exponent bits of a NaN or an infinity.
+func encodeFiniteQ8K(dst []byte, src, _ []float32) bool {
+	return encodeFiniteQ8KGeneric(dst, src, nil)
+}
