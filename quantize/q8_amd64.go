@@ -28,3 +28,26 @@ func encodeFiniteQ8K(dst []byte, src, _ []float32) bool {
 	}
 	return true
 }
+
+//go:noescape
+func q8_1AVX2(dst *byte, src *float32, nblocks int) int
+
+// encodeFiniteQ8_1 is quantize_row_q8_1_ref fused with the finiteness check
+// (codec.encodeFinite): it stops, returning false, at the first block whose
+// largest magnitude has the exponent bits of a NaN or an infinity. The
+// kernel leaves the blocks whose maximum is zero, tiny or not finite to the
+// Go form.
+func encodeFiniteQ8_1(dst []byte, src, _ []float32) bool {
+	nb := len(src) / qk8
+	if !useAVX2 {
+		return encodeFiniteQ8_1Generic(dst, src, nil)
+	}
+	dst = dst[:nb*q8_1Bytes]
+	for i := 0; i < nb; i++ {
+		i += q8_1AVX2(&dst[i*q8_1Bytes], &src[i*qk8], nb-i)
+		if i < nb && !encodeFiniteQ8_1Generic(dst[i*q8_1Bytes:(i+1)*q8_1Bytes], src[i*qk8:(i+1)*qk8], nil) {
+			return false
+		}
+	}
+	return true
+}

@@ -175,3 +175,95 @@ q8kdone:
 	MOVQ BX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+DATA q81consts<>+0(SB)/4, $0x42fe0000 // 127
+DATA q81consts<>+4(SB)/4, $0x80000000 // sign bit
+DATA q81consts<>+8(SB)/4, $0x3effffff // 0.49999997
+GLOBL q81consts<>(SB), RODATA|NOPTR, $12
+
+// ROUNDF sets r to roundf(r·id) as int32, id in Y10: trunc(t +
+// copysign(0.49999997, t)), exact for |t| < 2^22 (see roundHalfAway).
+#define ROUNDF(r) \
+	VMULPS     Y10, r, r;  \
+	VPAND      Y14, r, Y4; \
+	VPOR       Y13, Y4, Y4; \
+	VADDPS     Y4, r, r;   \
+	VCVTTPS2DQ r, r
+
+// func q8_1AVX2(dst *byte, src *float32, nblocks int) int
+//
+// quantize_row_q8_1_ref on nblocks blocks of 32: d = amax/127, id = 1/d,
+// the levels roundf(x·id), s = d·(their sum). It returns the number of
+// blocks done, stopping before a block whose largest magnitude is below
+// 2^-100 (zero included: 1/d could overflow there; the Go form encodes it)
+// or is a NaN or an infinity.
+TEXT ·q8_1AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         nblocks+16(FP), CX
+	XORQ         BX, BX
+	VBROADCASTSS q8consts<>+0(SB), Y15
+	VBROADCASTSS q81consts<>+4(SB), Y14
+	VBROADCASTSS q81consts<>+8(SB), Y13
+	VMOVDQU      q8perm<>(SB), Y11
+
+q81block:
+	CMPQ         BX, CX
+	JGE          q81done
+	VMOVUPS      (SI), Y0
+	VMOVUPS      32(SI), Y1
+	VMOVUPS      64(SI), Y2
+	VMOVUPS      96(SI), Y3
+	VPAND        Y15, Y0, Y4
+	VPAND        Y15, Y1, Y5
+	VPAND        Y15, Y2, Y6
+	VPAND        Y15, Y3, Y7
+	VPMAXUD      Y5, Y4, Y4
+	VPMAXUD      Y7, Y6, Y6
+	VPMAXUD      Y6, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPMAXUD      X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPMAXUD      X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPMAXUD      X5, X4, X8
+	VMOVD        X8, AX
+	CMPL         AX, $0x0d800000
+	JB           q81done
+	CMPL         AX, $0x7f800000
+	JAE          q81done
+	VDIVSS       q81consts<>+0(SB), X8, X9 // d = amax/127
+	VMOVSS       q8consts<>+12(SB), X10
+	VDIVSS       X9, X10, X10              // id = 1/d
+	VCVTPS2PH    $0, X9, X7
+	VMOVD        X7, AX
+	MOVW         AX, (DI)
+	VBROADCASTSS X10, Y10
+	ROUNDF(Y0)
+	ROUNDF(Y1)
+	ROUNDF(Y2)
+	ROUNDF(Y3)
+	PACK8(Y0, Y1, Y2, Y3, 4(DI))
+	VPADDD       Y1, Y0, Y0
+	VPADDD       Y3, Y2, Y2
+	VPADDD       Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPADDD       X1, X0, X0
+	VCVTDQ2PS    X0, X0
+	VMULSS       X9, X0, X0 // d·sum
+	VCVTPS2PH    $0, X0, X7
+	VMOVD        X7, AX
+	MOVW         AX, 2(DI)
+	ADDQ         $128, SI
+	ADDQ         $36, DI
+	INCQ         BX
+	JMP          q81block
+
+q81done:
+	MOVQ BX, ret+24(FP)
+	VZEROUPPER
+	RET
