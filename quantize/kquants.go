@@ -256,28 +256,36 @@ func encodeQ3K(dst []byte, src, imatrix []float32) {
 			putHalf(y[108:], dBlock)
 		}
 		dAll := halfAt(y[108:])
-		for j := range 16 {
-			d := float32(dAll * float32(q3Scale(sc, j)))
-			if d == 0 {
-				continue
-			}
-			for ii, v := range x[16*j : 16*j+16] {
-				L[16*j+ii] = int8(min(3, max(-4, nearestInt(v/d))) + 4)
-			}
+		var d [16]float32
+		for j := range d {
+			d[j] = float32(dAll * float32(q3Scale(sc, j)))
 		}
-		// High bits: bit k of hmask[m] is the high bit of value 32k+m.
-		hmask := (*[32]byte)(y[0:])
-		*hmask = [32]byte{}
-		var low [qkK]uint8
-		for j, l := range L {
-			if l > 3 {
-				hmask[j%32] |= 1 << (j / 32)
-				l -= 4
-			}
-			low[j] = uint8(l)
-		}
-		packQ2((*[64]byte)(y[32:]), &low)
+		q3Pack(y, x, &d, &L)
 	}
+}
+
+// q3PackGeneric is q3Pack in plain Go.
+func q3PackGeneric(y *[q3KBytes]byte, x *[qkK]float32, d *[16]float32, L *[qkK]int8) {
+	for j, dj := range d {
+		if dj == 0 {
+			continue
+		}
+		for ii, v := range x[16*j : 16*j+16] {
+			L[16*j+ii] = int8(min(3, max(-4, nearestInt(v/dj))) + 4)
+		}
+	}
+	// High bits: bit k of hmask[m] is the high bit of value 32k+m.
+	hmask := (*[32]byte)(y[0:])
+	*hmask = [32]byte{}
+	var low [qkK]uint8
+	for j, l := range L {
+		if l > 3 {
+			hmask[j%32] |= 1 << (j / 32)
+			l -= 4
+		}
+		low[j] = uint8(l)
+	}
+	packQ2((*[64]byte)(y[32:]), &low)
 }
 
 // putQ3Scale ORs the 6-bit value l (0..63) of sub-block j into Q3_K's packed
