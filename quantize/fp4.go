@@ -195,7 +195,8 @@ func mxfp4Exponent(amax float32) uint8 {
 	return uint8(cTruncInt32(f))
 }
 
-func encodeRowMXFP4(dst []byte, src []float32, _ []float32) {
+// encodeRowMXFP4Generic is quantize_row_mxfp4_ref in plain Go.
+func encodeRowMXFP4Generic(dst []byte, src []float32, _ []float32) {
 	for i := 0; i < len(src)/qkMXFP4; i++ {
 		x := src[i*qkMXFP4 : (i+1)*qkMXFP4]
 		b := dst[i*mxfp4Bytes : (i+1)*mxfp4Bytes]
