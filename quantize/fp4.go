@@ -243,6 +243,9 @@ func encodeRowNVFP4(dst []byte, src []float32, _ []float32) {
 			b[s] = ue
 			g := newFP4Grid(ue4m3ToFP32(ue))
 			qs := b[nvfp4NumSubs+s*qkNVFP4Sub/2:]
+			if amax < g.lim && fp4Codes16(qs[:qkNVFP4Sub/2], xb, &g.midBits) {
+				continue
+			}
 			for j := range qkNVFP4Sub / 2 {
 				qs[j] = g.bestIndex(xb[j]) | g.bestIndex(xb[qkNVFP4Sub/2+j])<<4
 			}

@@ -25,3 +25,19 @@ func encodeRowMXFP4(dst []byte, src []float32, _ []float32) {
 		}
 	}
 }
+
+//go:noescape
+func fp4Codes16AVX2(qs *byte, x *float32, mid *[7]uint32)
+
+// fp4Codes16 stores the codes of the 16 values x as NVFP4 packs a
+// sub-block (qs[j] = code(x[j]) | code(x[8+j])<<4), given the bits of the
+// grid's midpoints, for values all below the grid's lim; it reports
+// whether it did (false without AVX2).
+func fp4Codes16(qs []byte, x []float32, mid *[7]uint32) bool {
+	if !useAVX2 {
+		return false
+	}
+	qs, x = qs[:8], x[:16]
+	fp4Codes16AVX2(&qs[0], &x[0], mid)
+	return true
+}

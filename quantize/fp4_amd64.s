@@ -140,3 +140,36 @@ mxdone:
 	MOVQ BX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func fp4Codes16AVX2(qs *byte, x *float32, mid *[7]uint32)
+//
+// best_index_mxfp4 of the 16 values at x against a grid whose midpoints
+// have the bits mid, each code the count of midpoints below |x| plus 8 for
+// a negative x (fp4Grid.bestIndex, for |x| below its lim), stored as
+// NVFP4 packs a sub-block: qs[j] = code(x[j]) | code(x[8+j])<<4.
+TEXT ·fp4Codes16AVX2(SB), NOSPLIT, $0-24
+	MOVQ         qs+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         mid+16(FP), DX
+	VPBROADCASTD fp4consts<>+28(SB), Y15
+	VPBROADCASTD fp4consts<>+32(SB), Y7
+	VPXOR        Y6, Y6, Y6
+	VPBROADCASTD (DX), Y8
+	VPBROADCASTD 4(DX), Y9
+	VPBROADCASTD 8(DX), Y10
+	VPBROADCASTD 12(DX), Y11
+	VPBROADCASTD 16(DX), Y12
+	VPBROADCASTD 20(DX), Y13
+	VPBROADCASTD 24(DX), Y14
+	VMOVUPS      (SI), Y0
+	MIDCODE(Y0)
+	VMOVUPS      32(SI), Y2
+	MIDCODE(Y2)
+	VPSLLD       $4, Y2, Y2
+	VPOR         Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPACKUSDW    X1, X0, X0
+	VPACKUSWB    X0, X0, X0
+	VMOVQ        X0, (DI)
+	VZEROUPPER
+	RET
