@@ -2,9 +2,10 @@
 
 package quantize
 
-// The amd64 kernel of Q8_K (q8_amd64.s); the purego build tag turns it
-// off, and TestEncodeAsmMatchesGeneric and TestEncodeFiniteDifferential
-// check it against the Go form.
+// The amd64 kernels of Q8_K, Q8_1 and the ternary types' trits
+// (q8_amd64.s); the purego build tag turns them off, and
+// TestEncodeAsmMatchesGeneric and TestEncodeFiniteDifferential check them
+// against the Go forms.
 
 //go:noescape
 func q8KAVX2(dst *byte, src *float32, nblocks int) int
@@ -50,4 +51,17 @@ func encodeFiniteQ8_1(dst []byte, src, _ []float32) bool {
 		}
 	}
 	return true
+}
+
+//go:noescape
+func ternaryTritsAVX2(t *byte, x *float32) (d float32, ok bool)
+
+// ternaryTritsAsm is ternaryTrits with the kernel for a block of 256 finite
+// values whose largest magnitude is at least 2^-100; it reports false
+// (leaving the block to the Go form) for the others or without AVX2.
+func ternaryTritsAsm(t *[qkTQ]uint8, x []float32) (float32, bool) {
+	if !useAVX2 {
+		return 0, false
+	}
+	return ternaryTritsAVX2(&t[0], &x[:qkTQ][0])
 }

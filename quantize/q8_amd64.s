@@ -181,6 +181,9 @@ DATA q81consts<>+4(SB)/4, $0x80000000 // sign bit
 DATA q81consts<>+8(SB)/4, $0x3effffff // 0.49999997
 GLOBL q81consts<>(SB), RODATA|NOPTR, $12
 
+DATA ttone<>+0(SB)/4, $1
+GLOBL ttone<>(SB), RODATA|NOPTR, $4
+
 // ROUNDF sets r to roundf(r·id) as int32, id in Y10: trunc(t +
 // copysign(0.49999997, t)), exact for |t| < 2^22 (see roundHalfAway).
 #define ROUNDF(r) \
@@ -265,5 +268,83 @@ q81block:
 
 q81done:
 	MOVQ BX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func ternaryTritsAVX2(t *byte, x *float32) (d float32, ok bool)
+//
+// ternaryTrits on a block of 256 finite values: d = amax, id = 1/d, t[j] =
+// lroundf(x[j]·id) + 1 (0, 1 or 2; lroundf as trunc(t + copysign(
+// 0.49999997, t)), exact as |x·id| <= 1). It reports false, having written
+// nothing, when amax is below 2^-100 (zero included: 1/d could overflow)
+// or not finite.
+TEXT ·ternaryTritsAVX2(SB), NOSPLIT, $0-21
+	MOVQ         t+0(FP), DI
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS q8consts<>+0(SB), Y15
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         SI, R8
+	AMAX8
+	ADDQ         $256, R8
+	AMAX8
+	ADDQ         $256, R8
+	AMAX8
+	ADDQ         $256, R8
+	AMAX8
+	VPMAXUD      Y1, Y0, Y0
+	VPMAXUD      Y3, Y2, Y2
+	VPMAXUD      Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPMAXUD      X1, X0, X0
+	VMOVD        X0, AX
+	CMPL         AX, $0x0d800000
+	JB           ttfail
+	CMPL         AX, $0x7f800000
+	JAE          ttfail
+	VMOVSS       X0, d+16(FP)
+	VMOVSS       q8consts<>+12(SB), X10
+	VDIVSS       X0, X10, X10 // id = 1/d
+	VBROADCASTSS X10, Y10
+	VBROADCASTSS q81consts<>+4(SB), Y14
+	VBROADCASTSS q81consts<>+8(SB), Y13
+	VPBROADCASTD ttone<>(SB), Y12
+	VMOVDQU      q8perm<>(SB), Y11
+	MOVQ         $8, CX
+
+ttloop:
+	VMOVUPS   (SI), Y0
+	VMOVUPS   32(SI), Y1
+	VMOVUPS   64(SI), Y2
+	VMOVUPS   96(SI), Y3
+	ROUNDF(Y0)
+	ROUNDF(Y1)
+	ROUNDF(Y2)
+	ROUNDF(Y3)
+	VPADDD    Y12, Y0, Y0
+	VPADDD    Y12, Y1, Y1
+	VPADDD    Y12, Y2, Y2
+	VPADDD    Y12, Y3, Y3
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKSSWB Y2, Y0, Y0
+	VPERMD    Y0, Y11, Y0
+	VMOVDQU   Y0, (DI)
+	ADDQ      $128, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       ttloop
+	MOVB      $1, ok+20(FP)
+	VZEROUPPER
+	RET
+
+ttfail:
+	MOVB $0, ok+20(FP)
 	VZEROUPPER
 	RET
