@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "quant_amd64.h"
 
 // The midpoints of consecutive non-negative kvalues_mxfp4 (doubled E2M1
 // values 0,1,2,3,4,6,8,12): 0.5, 1.5, 2.5, 3.5, 5, 7, 10.
@@ -15,15 +16,7 @@ DATA fp4consts<>+28(SB)/4, $0x7fffffff // magnitude mask
 DATA fp4consts<>+32(SB)/4, $8
 GLOBL fp4consts<>(SB), RODATA|NOPTR, $36
 
-DATA fp4perm<>+0(SB)/4, $0
-DATA fp4perm<>+4(SB)/4, $4
-DATA fp4perm<>+8(SB)/4, $1
-DATA fp4perm<>+12(SB)/4, $5
-DATA fp4perm<>+16(SB)/4, $2
-DATA fp4perm<>+20(SB)/4, $6
-DATA fp4perm<>+24(SB)/4, $3
-DATA fp4perm<>+28(SB)/4, $7
-GLOBL fp4perm<>(SB), RODATA|NOPTR, $32
+PACKPERM
 
 // MIDCODE sets r (holding 8 values) to their codes: the number n of
 // midpoints (Y8-Y14, as integer bits) below |x|, plus 8 (Y7) where x is
@@ -76,16 +69,7 @@ mxblock:
 	VPAND        32(SI), Y15, Y1
 	VPAND        64(SI), Y15, Y2
 	VPAND        96(SI), Y15, Y3
-	VPMAXUD      Y1, Y0, Y0
-	VPMAXUD      Y3, Y2, Y2
-	VPMAXUD      Y2, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPMAXUD      X1, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPMAXUD      X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPMAXUD      X1, X0, X0
-	VMOVD        X0, AX
+	HMAXUD4
 	MOVL         AX, DX
 	ANDL         $0x7fffff, DX
 	CMPL         DX, $0x7ff000
@@ -125,7 +109,7 @@ mxblock:
 	MIDCODE(Y2)
 	VPACKUSDW Y2, Y3, Y2
 	VPACKUSWB Y2, Y0, Y0
-	VMOVDQU   fp4perm<>(SB), Y4
+	VMOVDQU   packperm<>(SB), Y4
 	VPERMD    Y0, Y4, Y0
 	VEXTRACTI128 $1, Y0, X1
 	VPSLLW    $4, X1, X1

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "quant_amd64.h"
 
 DATA q1idx<>+0(SB)/4, $0
 DATA q1idx<>+4(SB)/4, $128
@@ -12,15 +13,7 @@ DATA q1idx<>+24(SB)/4, $768
 DATA q1idx<>+28(SB)/4, $896
 GLOBL q1idx<>(SB), RODATA|NOPTR, $32
 
-DATA q1perm<>+0(SB)/4, $0
-DATA q1perm<>+4(SB)/4, $4
-DATA q1perm<>+8(SB)/4, $1
-DATA q1perm<>+12(SB)/4, $5
-DATA q1perm<>+16(SB)/4, $2
-DATA q1perm<>+20(SB)/4, $6
-DATA q1perm<>+24(SB)/4, $3
-DATA q1perm<>+28(SB)/4, $7
-GLOBL q1perm<>(SB), RODATA|NOPTR, $32
+PACKPERM
 
 DATA q1consts<>+0(SB)/4, $0x7fffffff // magnitude mask
 DATA q1consts<>+4(SB)/4, $0x43000000 // 128
@@ -150,7 +143,7 @@ TEXT ·q2_0AVX2(SB), NOSPLIT, $0-32
 	VBROADCASTSS q2consts<>+0(SB), Y14
 	VBROADCASTSS q2consts<>+4(SB), Y13
 	VPBROADCASTD q2consts<>+8(SB), Y12
-	VMOVDQU      q1perm<>(SB), Y11
+	VMOVDQU      packperm<>(SB), Y11
 	VPXOR        Y9, Y9, Y9
 	VPBROADCASTD q2consts<>+12(SB), Y8
 	VPBROADCASTD q2consts<>+16(SB), Y7
@@ -171,16 +164,7 @@ q2block:
 	VPAND        224(SI), Y15, Y5
 	VPMAXUD      Y4, Y2, Y2
 	VPMAXUD      Y5, Y3, Y3
-	VPMAXUD      Y1, Y0, Y0
-	VPMAXUD      Y3, Y2, Y2
-	VPMAXUD      Y2, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPMAXUD      X1, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPMAXUD      X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPMAXUD      X1, X0, X0
-	VMOVD        X0, AX
+	HMAXUD4
 	CMPL         AX, $0x0d800000
 	JB           q2done
 	CMPL         AX, $0x7f800000

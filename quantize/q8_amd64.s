@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "quant_amd64.h"
 
 DATA q8consts<>+0(SB)/4, $0x7fffffff // magnitude mask
 DATA q8consts<>+4(SB)/4, $127        // MIN(127, ·)
@@ -8,15 +9,7 @@ DATA q8consts<>+8(SB)/4, $0xc2fe0000 // -127
 DATA q8consts<>+12(SB)/4, $0x3f800000 // 1
 GLOBL q8consts<>(SB), RODATA|NOPTR, $16
 
-DATA q8perm<>+0(SB)/4, $0
-DATA q8perm<>+4(SB)/4, $4
-DATA q8perm<>+8(SB)/4, $1
-DATA q8perm<>+12(SB)/4, $5
-DATA q8perm<>+16(SB)/4, $2
-DATA q8perm<>+20(SB)/4, $6
-DATA q8perm<>+24(SB)/4, $3
-DATA q8perm<>+28(SB)/4, $7
-GLOBL q8perm<>(SB), RODATA|NOPTR, $32
+PACKPERM
 
 // AMAX8 folds the magnitudes of the 8 vectors at R8 into Y0-Y3.
 #define AMAX8 \
@@ -94,7 +87,7 @@ TEXT ·q8KAVX2(SB), NOSPLIT, $0-32
 	XORQ         BX, BX
 	VBROADCASTSS q8consts<>+0(SB), Y15
 	VPBROADCASTD q8consts<>+4(SB), Y13
-	VMOVDQU      q8perm<>(SB), Y11
+	VMOVDQU      packperm<>(SB), Y11
 
 q8kblock:
 	CMPQ  BX, CX
@@ -111,16 +104,7 @@ q8kblock:
 	AMAX8
 	ADDQ  $256, R8
 	AMAX8
-	VPMAXUD      Y1, Y0, Y0
-	VPMAXUD      Y3, Y2, Y2
-	VPMAXUD      Y2, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPMAXUD      X1, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPMAXUD      X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPMAXUD      X1, X0, X0
-	VMOVD        X0, AX
+	HMAXUD4
 	CMPL         AX, $0x0d800000
 	JB           q8kdone
 	CMPL         AX, $0x7f800000
@@ -208,7 +192,7 @@ TEXT ·q8_1AVX2(SB), NOSPLIT, $0-32
 	VBROADCASTSS q8consts<>+0(SB), Y15
 	VBROADCASTSS q81consts<>+4(SB), Y14
 	VBROADCASTSS q81consts<>+8(SB), Y13
-	VMOVDQU      q8perm<>(SB), Y11
+	VMOVDQU      packperm<>(SB), Y11
 
 q81block:
 	CMPQ         BX, CX
@@ -294,16 +278,7 @@ TEXT ·ternaryTritsAVX2(SB), NOSPLIT, $0-21
 	AMAX8
 	ADDQ         $256, R8
 	AMAX8
-	VPMAXUD      Y1, Y0, Y0
-	VPMAXUD      Y3, Y2, Y2
-	VPMAXUD      Y2, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPMAXUD      X1, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPMAXUD      X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPMAXUD      X1, X0, X0
-	VMOVD        X0, AX
+	HMAXUD4
 	CMPL         AX, $0x0d800000
 	JB           ttfail
 	CMPL         AX, $0x7f800000
@@ -315,7 +290,7 @@ TEXT ·ternaryTritsAVX2(SB), NOSPLIT, $0-21
 	VBROADCASTSS q81consts<>+4(SB), Y14
 	VBROADCASTSS q81consts<>+8(SB), Y13
 	VPBROADCASTD ttone<>(SB), Y12
-	VMOVDQU      q8perm<>(SB), Y11
+	VMOVDQU      packperm<>(SB), Y11
 	MOVQ         $8, CX
 
 ttloop:
