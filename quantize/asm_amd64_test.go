@@ -16,7 +16,8 @@ import (
 // kernels and once with them switched off, and wants the same bytes: rows
 // of Gaussian values with outliers at scales from 1e-30 to 1e30, zeros of
 // both signs, tiny and huge values, constant and repeated values, rows of
-// one sign whose block extremes are zeros of either sign; rows of
+// one sign whose block extremes are zeros of either sign, half-integer
+// ties; rows of
 // eleven blocks, so that runs of eight blocks and the blocks after them
 // are both covered.
 func TestEncodeAsmMatchesGeneric(t *testing.T) {
@@ -121,6 +122,17 @@ func asmTestRows(r *rand.Rand, ncols int) []float32 {
 		}
 		src = append(src, row...)
 	}
+	// Half-integers under a maximum of ±127 at every 32nd value: levels at
+	// rounding ties for Q8_0, Q8_1 and Q8_K (scale ±1), maxima of both
+	// signs tied in magnitude.
+	row = make([]float32, ncols)
+	for i := range row {
+		row[i] = float32(r.IntN(255)-127) + 0.5*float32(r.IntN(2))
+		if i%32 == 0 {
+			row[i] = float32(127 * (1 - 2*r.IntN(2)))
+		}
+	}
+	src = append(src, row...)
 	src = append(src, make([]float32, ncols)...)
 	row = make([]float32, ncols)
 	for i := range row {

@@ -195,7 +195,8 @@ func mxfp4Exponent(amax float32) uint8 {
 	return uint8(cTruncInt32(f))
 }
 
-func encodeRowMXFP4(dst []byte, src []float32, _ []float32) {
+// encodeRowMXFP4Generic is quantize_row_mxfp4_ref in plain Go.
+func encodeRowMXFP4Generic(dst []byte, src []float32, _ []float32) {
 	for i := 0; i < len(src)/qkMXFP4; i++ {
 		x := src[i*qkMXFP4 : (i+1)*qkMXFP4]
 		b := dst[i*mxfp4Bytes : (i+1)*mxfp4Bytes]
@@ -242,6 +243,9 @@ func encodeRowNVFP4(dst []byte, src []float32, _ []float32) {
 			b[s] = ue
 			g := newFP4Grid(ue4m3ToFP32(ue))
 			qs := b[nvfp4NumSubs+s*qkNVFP4Sub/2:]
+			if amax < g.lim && fp4Codes16(qs[:qkNVFP4Sub/2], xb, &g.midBits) {
+				continue
+			}
 			for j := range qkNVFP4Sub / 2 {
 				qs[j] = g.bestIndex(xb[j]) | g.bestIndex(xb[qkNVFP4Sub/2+j])<<4
 			}

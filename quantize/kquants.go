@@ -256,28 +256,36 @@ func encodeQ3K(dst []byte, src, imatrix []float32) {
 			putHalf(y[108:], dBlock)
 		}
 		dAll := halfAt(y[108:])
-		for j := range 16 {
-			d := float32(dAll * float32(q3Scale(sc, j)))
-			if d == 0 {
-				continue
-			}
-			for ii, v := range x[16*j : 16*j+16] {
-				L[16*j+ii] = int8(min(3, max(-4, nearestInt(v/d))) + 4)
-			}
+		var d [16]float32
+		for j := range d {
+			d[j] = float32(dAll * float32(q3Scale(sc, j)))
 		}
-		// High bits: bit k of hmask[m] is the high bit of value 32k+m.
-		hmask := (*[32]byte)(y[0:])
-		*hmask = [32]byte{}
-		var low [qkK]uint8
-		for j, l := range L {
-			if l > 3 {
-				hmask[j%32] |= 1 << (j / 32)
-				l -= 4
-			}
-			low[j] = uint8(l)
-		}
-		packQ2((*[64]byte)(y[32:]), &low)
+		q3Pack(y, x, &d, &L)
 	}
+}
+
+// q3PackGeneric is q3Pack in plain Go.
+func q3PackGeneric(y *[q3KBytes]byte, x *[qkK]float32, d *[16]float32, L *[qkK]int8) {
+	for j, dj := range d {
+		if dj == 0 {
+			continue
+		}
+		for ii, v := range x[16*j : 16*j+16] {
+			L[16*j+ii] = int8(min(3, max(-4, nearestInt(v/dj))) + 4)
+		}
+	}
+	// High bits: bit k of hmask[m] is the high bit of value 32k+m.
+	hmask := (*[32]byte)(y[0:])
+	*hmask = [32]byte{}
+	var low [qkK]uint8
+	for j, l := range L {
+		if l > 3 {
+			hmask[j%32] |= 1 << (j / 32)
+			l -= 4
+		}
+		low[j] = uint8(l)
+	}
+	packQ2((*[64]byte)(y[32:]), &low)
 }
 
 // putQ3Scale ORs the 6-bit value l (0..63) of sub-block j into Q3_K's packed
@@ -648,10 +656,8 @@ func decodeQ6K(dst []float32, src []byte) {
 // zeros there.
 func encodeQ8K(dst []byte, src, _ []float32) { encodeFiniteQ8K(dst, src, nil) }
 
-// encodeFiniteQ8K is quantize_row_q8_K_ref fused with the finiteness check
-// (codec.encodeFinite): it stops, returning false, at the first block whose
-// largest magnitude has the exponent bits of a NaN or an infinity.
-func encodeFiniteQ8K(dst []byte, src, _ []float32) bool {
+// encodeFiniteQ8KGeneric is encodeFiniteQ8K in plain Go.
+func encodeFiniteQ8KGeneric(dst []byte, src, _ []float32) bool {
 	for i := range len(src) / qkK {
 		x := (*[qkK]float32)(src[i*qkK:])
 		y := (*[q8KBytes]byte)(dst[i*q8KBytes:])

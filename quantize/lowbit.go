@@ -23,7 +23,8 @@ func init() {
 	register(gguf.Q2_0, &codec{encodeRow: encodeRowQ2_0, decodeRow: decodeRowQ2_0})
 }
 
-func encodeRowQ1_0(dst []byte, src []float32, _ []float32) {
+// encodeRowQ1_0Generic is quantize_row_q1_0_ref in plain Go.
+func encodeRowQ1_0Generic(dst []byte, src []float32, _ []float32) {
 	for i := 0; i < len(src)/qk1_0; i++ {
 		x := src[i*qk1_0 : (i+1)*qk1_0]
 		b := dst[i*q1_0Bytes : (i+1)*q1_0Bytes]
@@ -62,7 +63,8 @@ func decodeRowQ1_0(dst []float32, src []byte) {
 	}
 }
 
-func encodeRowQ2_0(dst []byte, src []float32, _ []float32) {
+// encodeRowQ2_0Generic is quantize_row_q2_0_ref in plain Go.
+func encodeRowQ2_0Generic(dst []byte, src []float32, _ []float32) {
 	for i := 0; i < len(src)/qk2_0; i++ {
 		x := src[i*qk2_0 : (i+1)*qk2_0]
 		b := dst[i*q2_0Bytes : (i+1)*q2_0Bytes]

@@ -23,13 +23,8 @@ const (
 
 func init() {
 	register(gguf.Q8_0, &codec{encodeRow: encodeRowQ8_0, encodeFinite: encodeFiniteQ8_0, decodeRow: decodeRowQ8_0})
-	register(gguf.Q8_1, &codec{encodeRow: encodeRowQ8_1})
+	register(gguf.Q8_1, &codec{encodeRow: encodeRowQ8_1, encodeFinite: encodeFiniteQ8_1})
 }
-
-// absMaxQ8 is the block maximum of quantize_row_q8_0_ref, MAX(amax,
-// fabsf(v)), for finite x: the largest magnitude, whose bits absMaxBits
-// finds as the largest integer.
-func absMaxQ8(x []float32) float32 { return math.Float32frombits(absMaxBits(x)) }
 
 // q8Scale returns d = amax/127 and its inverse, 0 when d is 0 (ggml's
 // `d ? 1.0f/d : 0.0f`). A subnormal d gives id = +Inf; the values then
@@ -93,13 +88,21 @@ func decodeRowQ8_0(dst []float32, src []byte) {
 	}
 }
 
-// encodeRowQ8_1 is quantize_row_q8_1_ref: as Q8_0, plus s = fp16(sum·d)
-// where sum adds the stored int8 values.
-func encodeRowQ8_1(dst []byte, src []float32, _ []float32) {
+// encodeRowQ8_1 is quantize_row_q8_1_ref (encodeFiniteQ8_1 on finite rows).
+func encodeRowQ8_1(dst []byte, src []float32, _ []float32) { encodeFiniteQ8_1(dst, src, nil) }
+
+// encodeFiniteQ8_1Generic is quantize_row_q8_1_ref (as Q8_0, plus s =
+// fp16(sum·d) where sum adds the stored int8 values) fused with the
+// finiteness check, in plain Go.
+func encodeFiniteQ8_1Generic(dst []byte, src []float32, _ []float32) bool {
 	for i := 0; i < len(src)/qk8; i++ {
 		x := src[i*qk8 : (i+1)*qk8]
 		b := dst[i*q8_1Bytes : (i+1)*q8_1Bytes]
-		amax := absMaxQ8(x)
+		bits := absMaxBits(x)
+		if bits >= 0x7F800000 {
+			return false
+		}
+		amax := math.Float32frombits(bits)
 		d, id := q8Scale(amax)
 		putHalf(b, d)
 		qs := b[4 : 4+qk8]
@@ -110,4 +113,5 @@ func encodeRowQ8_1(dst []byte, src []float32, _ []float32) {
 		}
 		putHalf(b[2:], float32(float32(sum)*d))
 	}
+	return true
 }

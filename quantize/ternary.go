@@ -27,6 +27,9 @@ func init() {
 // value, whose +1 has low byte 1.
 func ternaryTrits(t *[qkTQ]uint8, x []float32) (d float32) {
 	x = x[:qkTQ]
+	if d, ok := ternaryTritsAsm(t, x); ok {
+		return d
+	}
 	for _, v := range x {
 		if a := abs32(v); !(d > a) {
 			d = a
