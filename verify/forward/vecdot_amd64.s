@@ -14,6 +14,11 @@ DATA sums16perm<>+24(SB)/4, $3
 DATA sums16perm<>+28(SB)/4, $7
 GLOBL sums16perm<>(SB), RODATA|NOPTR, $32
 
+// 0x3F in every byte (Q4SCALES).
+DATA q4kmask3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA q4kmask3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
+GLOBL q4kmask3f<>(SB), RODATA|NOPTR, $16
+
 // func i8sums16AVX2(a *byte, astride int, b *int8, groups int, out *int32)
 //
 // For each group of 32: |a| (unsigned) times b with a's sign (VPSIGNB),
@@ -417,41 +422,28 @@ x4done:
 // are and no pair saturates (63·128·2 < 2^15); VPMADDWD by the broadcast
 // scale gives scale·(pair sums) in int32, as ggml's AVX2 kernels do.
 
-// Q4_K's 12 bytes of 6-bit scales and mins (get_scale_min_k4, as the utmp
-// words of ggml's vec_dot) to 8 int16 scales at 0(R10) and the 8 mins, each
-// twice (one per 16 values), at 16(R10). Clobbers AX, BX, R11, R14, R15,
-// Y8, Y9.
+// Q4_K's 12 bytes of 6-bit scales and mins (get_scale_min_k4) to 8 int16
+// scales at 0(R10) and the 8 mins, each twice (one per 16 values), at
+// 16(R10), in vector registers: bytes 0–3 & 63 are scales 0–3, bytes 4–7 &
+// 63 mins 0–3; scales 4–7 are the low nibbles of bytes 8–11 with the top
+// two bits of bytes 0–3 above them, mins 4–7 the high nibbles with those of
+// bytes 4–7. Clobbers Y8–Y12 (Y15 holds 0x0F in every byte).
 #define Q4SCALES \
-	MOVL       4(SI), AX; \
-	MOVL       8(SI), BX; \
-	MOVL       12(SI), R11; \
-	MOVL       AX, R14; \
-	ANDL       $0x3f3f3f3f, R14; \
-	MOVL       R11, R15; \
-	ANDL       $0x0f0f0f0f, R15; \
-	SHRL       $6, AX; \
-	ANDL       $0x03030303, AX; \
-	SHLL       $4, AX; \
-	ORL        AX, R15; \
-	SHLQ       $32, R15; \
-	ORQ        R15, R14; \
-	MOVQ       R14, X8; \
-	VPMOVZXBW  X8, X8; \
-	VMOVDQU    X8, 0(R10); \
-	MOVL       BX, R14; \
-	ANDL       $0x3f3f3f3f, R14; \
-	SHRL       $4, R11; \
-	ANDL       $0x0f0f0f0f, R11; \
-	SHRL       $6, BX; \
-	ANDL       $0x03030303, BX; \
-	SHLL       $4, BX; \
-	ORL        BX, R11; \
-	SHLQ       $32, R11; \
-	ORQ        R11, R14; \
-	MOVQ       R14, X9; \
-	VPUNPCKLBW X9, X9, X9; \
-	VPMOVZXBW  X9, Y9; \
-	VMOVDQU    Y9, 16(R10)
+	VMOVDQU    4(SI), X8; \
+	VPAND      q4kmask3f<>(SB), X8, X9; \
+	VPXOR      X9, X8, X10; \
+	VPSRLW     $2, X10, X10; \
+	VPSHUFD    $0xAA, X8, X11; \
+	VPSRLW     $4, X11, X12; \
+	VPUNPCKLDQ X12, X11, X11; \
+	VPAND      X15, X11, X11; \
+	VPOR       X10, X11, X11; \
+	VPUNPCKLDQ X11, X9, X9; \
+	VPMOVZXBW  X9, X10; \
+	VMOVDQU    X10, 0(R10); \
+	VPUNPCKHBW X9, X9, X11; \
+	VPMOVZXBW  X11, Y11; \
+	VMOVDQU    Y11, 16(R10)
 
 // Q4_K: 32 bytes of levels (64 values: 32 low nibbles, 32 high) split into
 // Y8 (low) and Y9 (high), their two scales broadcast in Y10 and Y11.

@@ -304,7 +304,8 @@ func TestDotQ8K(t *testing.T) {
 // TestKFused checks the fused Q4_K and Q6_K products (AVX2 on amd64)
 // against their Go forms, within float32 rounding: random blocks (every
 // level and scale bit random, mins and negative scales included), each
-// activation of random levels with the extremes, 0 to 4 super-blocks (the
+// activation of random levels with the extremes, 0 to 4 super-blocks, 40
+// rounds (the
 // bound: 1e-7 of the largest possible Σ|w·x|, far below a lane lost), the
 // four-activation form with activations spaced and in every position.
 func TestKFused(t *testing.T) { checkKFused(t) }
@@ -314,7 +315,8 @@ func TestKFused(t *testing.T) { checkKFused(t) }
 func checkKFused(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K} {
-		for blocks := range 5 {
+		for c := range 5 * 40 { // 40 rounds of 0 to 4 super-blocks
+			blocks := c % 5
 			cols := 256 * blocks
 			var r qrow
 			row := randomBlocks(rng, typ, cols)
