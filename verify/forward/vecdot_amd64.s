@@ -625,10 +625,8 @@ q41done:
 #define Q6SCALES \
 	VPMOVSXBW    192(SI), Y9; \
 	VMOVDQU      Y9, 0(R10); \
-	MOVWLZX      208(SI), AX; \
-	MOVQ         AX, X13; \
-	VCVTPH2PS    X13, X13; \
-	VBROADCASTSS X13, Y13
+	VPBROADCASTW 208(SI), X13; \
+	VCVTPH2PS    X13, Y13
 
 // Q6_K: 32 levels 0..63 into Y8 from 32 bytes of low bits QL (low or high
 // nibbles) and 32 of high bits QH (the pair at bits 0, 2, 4 or 6 moved to
@@ -1012,11 +1010,10 @@ adone:
 	RET
 
 // The fp16 d of the Q8_0 block at SI times the float32 at XD, broadcast
-// into DST (X5 clobbered).
+// into DST (X5 clobbered). VCVTPH2PS reads four fp16 from SI, d and the
+// block's first six level bytes, whose lanes are not used.
 #define Q8D(XD, DST) \
-	MOVWLZX      (SI), AX; \
-	MOVQ         AX, X5; \
-	VCVTPH2PS    X5, X5; \
+	VCVTPH2PS    (SI), X5; \
 	VMULSS       XD, X5, X5; \
 	VBROADCASTSS X5, DST
 
@@ -1096,10 +1093,8 @@ TEXT ·q8RawDot4AVX2(SB), NOSPLIT, $0-40
 q84loop:
 	TESTQ       CX, CX
 	JEQ         q84done
-	MOVWLZX     (SI), AX
-	MOVQ        AX, X5
-	VCVTPH2PS   X5, X5
-	VBROADCASTSS X5, Y7
+	VPBROADCASTW (SI), X5
+	VCVTPH2PS   X5, Y7
 	VMOVDQU     2(SI), Y0
 	VPSIGNB     Y0, Y0, Y2
 	Q8SUM((R8))
