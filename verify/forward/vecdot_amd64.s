@@ -19,6 +19,14 @@ DATA q4kmask3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
 DATA q4kmask3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
 GLOBL q4kmask3f<>(SB), RODATA|NOPTR, $16
 
+// 0x0F and 0x30 in every byte of a dword, broadcast by KPROLOGUE and
+// Q6PROLOGUE (from memory: an SSE move from a GP register after AVX code
+// would cost a transition).
+DATA kmask0f<>+0(SB)/4, $0x0f0f0f0f
+GLOBL kmask0f<>(SB), RODATA|NOPTR, $4
+DATA kmask30<>+0(SB)/4, $0x30303030
+GLOBL kmask30<>(SB), RODATA|NOPTR, $4
+
 // func i8sums16AVX2(a *byte, astride int, b *int8, groups int, out *int32)
 //
 // For each group of 32: |a| (unsigned) times b with a's sign (VPSIGNB),
@@ -486,9 +494,7 @@ x4done:
 	VPXOR        ACC, ACC, ACC
 
 #define KPROLOGUE \
-	MOVQ         $0x0F0F0F0F, AX; \
-	MOVQ         AX, X15; \
-	VPBROADCASTD X15, Y15; \
+	VPBROADCASTD kmask0f<>(SB), Y15; \
 	VXORPS       Y0, Y0, Y0; \
 	VXORPS       Y1, Y1, Y1; \
 	VXORPS       Y2, Y2, Y2; \
@@ -687,9 +693,7 @@ q41done:
 
 #define Q6PROLOGUE \
 	KPROLOGUE; \
-	MOVQ         $0x30303030, AX; \
-	MOVQ         AX, X14; \
-	VPBROADCASTD X14, Y14
+	VPBROADCASTD kmask30<>(SB), Y14
 
 // The token step TOK (Q6TOK or Q6TOKV) for the four tokens, their levels at
 // A of each.
