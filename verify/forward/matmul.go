@@ -214,6 +214,13 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 	if k.act == actF16 && rowsPer >= 3 {
 		rowsPer -= rowsPer % 3 // mulF16Rows3's groups
 	}
+	if k.inPlace && len(x) == 1 {
+		// One token, rows read in place: each row is read once, so a
+		// chunk is only a stretch of memory to stream; long stretches
+		// (four per thread) keep the hardware prefetcher on one sequential
+		// stream per thread, and the threads meet only at the end.
+		rowsPer = max(rowsPer, (w.rows+4*s.m.threads-1)/(4*s.m.threads))
+	}
 	chunks := (w.rows + rowsPer - 1) / rowsPer
 	if len(s.mm.rows) < s.m.threads {
 		s.mm.rows = make([][]qrow, s.m.threads)
@@ -236,7 +243,7 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		rows := s.mm.rows[worker][:n]
 		for r := range rows {
 			k.unpack(&rows[r], data[r*rowBytes:(r+1)*rowBytes], w.cols)
-			if k.act >= actQ8_0 && !k.fused {
+			if k.act >= actQ8_0 && !k.inPlace {
 				rows[r].sums = grow(rows[r].sums, w.cols/16)
 			}
 		}
