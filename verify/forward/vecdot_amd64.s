@@ -592,17 +592,30 @@ q44done:
 	VZEROUPPER
 	RET
 
-// func q4kDot1AVX2(x *byte, a *byte, blocks int) float32
-TEXT ·q4kDot1AVX2(SB), NOSPLIT, $48-28
+// func q4kRowsAVX2(x, a *byte, blocks, rows int, out *float32)
+//
+// out[r] = the product of row r of x (rows of blocks Q4_K blocks, one after
+// the other) with the Q8_K activation a: a GEMV for one token, the rows
+// streamed in order in one call.
+TEXT ·q4kRowsAVX2(SB), NOSPLIT, $48-40
 	MOVQ x+0(FP), SI
-	MOVQ a+8(FP), DI
-	MOVQ blocks+16(FP), CX
+	MOVQ a+8(FP), R13
+	MOVQ blocks+16(FP), R12
+	MOVQ rows+24(FP), BX
+	MOVQ out+32(FP), DX
 	LEAQ 0(SP), R10
 	KPROLOGUE
 
-q41block:
+q4rrow:
+	TESTQ  BX, BX
+	JEQ    q4rdone
+	MOVQ   R13, DI
+	MOVQ   R12, CX
+	VXORPS Y0, Y0, Y0
+
+q4rblock:
 	TESTQ CX, CX
-	JEQ   q41done
+	JEQ   q4rend
 	Q4SCALES
 	Q4SPLIT(16(SI), 0(R10), 2(R10))
 	Q4TOK(4(DI), 36(DI), Y4)
@@ -619,12 +632,17 @@ q41block:
 	ADDQ   $144, SI
 	ADDQ   $292, DI
 	DECQ   CX
-	JMP    q41block
+	JMP    q4rblock
 
-q41done:
+q4rend:
 	KSUM1
+	VMOVSS X0, (DX)
+	ADDQ   $4, DX
+	DECQ   BX
+	JMP    q4rrow
+
+q4rdone:
 	VZEROUPPER
-	MOVSS X0, ret+24(FP)
 	RET
 
 // Q6_K's 16 int8 scales widened to int16 at 0(R10), its d broadcast in Y13.
@@ -790,17 +808,28 @@ q64done:
 	VZEROUPPER
 	RET
 
-// func q6kDot1AVX2(x *byte, a *byte, blocks int) float32
-TEXT ·q6kDot1AVX2(SB), NOSPLIT, $32-28
+// func q6kRowsAVX2(x, a *byte, blocks, rows int, out *float32)
+//
+// q4kRowsAVX2 for Q6_K rows.
+TEXT ·q6kRowsAVX2(SB), NOSPLIT, $32-40
 	MOVQ x+0(FP), SI
-	MOVQ a+8(FP), DI
-	MOVQ blocks+16(FP), CX
+	MOVQ a+8(FP), R13
+	MOVQ blocks+16(FP), R12
+	MOVQ rows+24(FP), BX
+	MOVQ out+32(FP), DX
 	LEAQ 0(SP), R10
 	Q6PROLOGUE
 
-q61block:
+q6rrow:
+	TESTQ  BX, BX
+	JEQ    q6rdone
+	MOVQ   R13, DI
+	MOVQ   R12, CX
+	VXORPS Y0, Y0, Y0
+
+q6rblock:
 	TESTQ CX, CX
-	JEQ   q61done
+	JEQ   q6rend
 	Q6SCALES
 	Q6HALF1(0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100)
 	Q6HALF1(64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228)
@@ -810,12 +839,17 @@ q61block:
 	ADDQ   $210, SI
 	ADDQ   $292, DI
 	DECQ   CX
-	JMP    q61block
+	JMP    q6rblock
 
-q61done:
+q6rend:
 	KSUM1
+	VMOVSS X0, (DX)
+	ADDQ   $4, DX
+	DECQ   BX
+	JMP    q6rrow
+
+q6rdone:
 	VZEROUPPER
-	MOVSS X0, ret+24(FP)
 	RET
 
 // func dotF16AVX2(w *byte, x *float32, n int) float32

@@ -33,6 +33,10 @@ func (k *kFused) dot4(x, a []byte, stride int, out []float32) { k.dot4Generic(x,
 // dot1 is the product of the blocks x with the activation a.
 func (k *kFused) dot1(x, a []byte) float32 { return k.generic(x, a) }
 
+// gemv sets out[r] to the product of row r of x (len(out) rows of equal
+// length, one after the other) with the activation a.
+func (k *kFused) gemv(x, a []byte, out []float32) { k.gemvGeneric(x, a, out) }
+
 // dotF32x4 is dotF32 of w with four vectors (each at least as long as w).
 func dotF32x4(w, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
 	return dot4(w, x0, x1, x2, x3)

@@ -307,7 +307,8 @@ func TestDotQ8K(t *testing.T) {
 // activation of random levels with the extremes, 0 to 4 super-blocks, 40
 // rounds (the
 // bound: 1e-7 of the largest possible Σ|w·x|, far below a lane lost), the
-// four-activation form with activations spaced and in every position.
+// four-activation form with activations spaced and in every position, and
+// gemv over rows one after the other (bit for bit the one-row form).
 func TestKFused(t *testing.T) { checkKFused(t) }
 
 // checkKFused is TestKFused with the kernels the build and CPU select
@@ -358,6 +359,16 @@ func checkKFused(t *testing.T) {
 					want[t] = q4kDotGeneric(row, a[t*stride:])
 				} else {
 					want[t] = q6kDotGeneric(row, a[t*stride:])
+				}
+			}
+			// gemv over three rows (this one in the middle) gives dot1's bits.
+			three := append(append(randomBlocks(rng, typ, cols), row...), randomBlocks(rng, typ, cols)...)
+			g := make([]float32, 3)
+			r.kf.gemv(three, a, g)
+			for i := range g {
+				w := r.kf.dot1(three[i*len(row):(i+1)*len(row)], a)
+				if math.Float32bits(g[i]) != math.Float32bits(w) {
+					t.Errorf("%s, %d blocks: gemv row %d = %g, dot1 %g", typ, blocks, i, g[i], w)
 				}
 			}
 			for n := 1; n <= 4; n++ {
