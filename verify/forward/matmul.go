@@ -249,8 +249,12 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		}
 		for t0 := 0; t0 < len(x); t0 += tokenTile {
 			t1 := min(len(x), t0+tokenTile)
-			if k.fused && t1-t0 == 1 { // one token: a GEMV over the stretch
-				rows[0].kf.gemv(data[:n*rowBytes], s.mm.enc[t0*stride:], out[t0][r0:r0+n])
+			if t1-t0 == 1 && k.inPlace && k.act != actF16 { // one token: a GEMV over the stretch
+				if k.fused {
+					rows[0].kf.gemv(data[:n*rowBytes], s.mm.enc[t0*stride:], out[t0][r0:r0+n])
+				} else {
+					q8RawRows(data[:n*rowBytes], acts[t0].qs, acts[t0].d, out[t0][r0:r0+n])
+				}
 				continue
 			}
 			if k.fused {

@@ -297,6 +297,17 @@ func half(b []byte) float32 { return quantize.FP16ToFP32(binary.LittleEndian.Uin
 // levels and the fp16 scales in place.
 func unpackQ8_0(r *qrow, row []byte, _ int) { r.raw, r.q8 = row, true }
 
+// q8RawRowsGeneric is q8RawRows through the Go form, row by row.
+func q8RawRowsGeneric(x []byte, b []int8, xd []float32, out []float32) {
+	if len(out) == 0 {
+		return
+	}
+	n := len(x) / len(out)
+	for r := range out {
+		out[r] = q8RawDotGeneric(x[r*n:(r+1)*n], b, xd)
+	}
+}
+
 // q8RawDotGeneric is the product of the stored Q8_0 blocks x with the
 // Q8_0 activation (levels b, scales xd), as dotQ8Generic.
 func q8RawDotGeneric(x []byte, b []int8, xd []float32) float32 {

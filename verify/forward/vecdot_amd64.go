@@ -50,7 +50,7 @@ func dotF16R3x4AVX2(w *byte, stride int, x0, x1, x2, x3 *float32, n int, out *fl
 func axpyF32AVX2(y *float32, a float32, x *float32, n int)
 
 //go:noescape
-func q8RawDot1AVX2(x *byte, b *int8, xd *float32, blocks int) float32
+func q8RawRowsAVX2(x *byte, b *int8, xd *float32, blocks, rows int, out *float32)
 
 //go:noescape
 func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float32)
@@ -279,7 +279,24 @@ func q8RawDot1(x []byte, b []int8, xd []float32) float32 {
 		return q8RawDotGeneric(x, b, xd)
 	}
 	_, _ = b[32*blocks-1], xd[blocks-1]
-	return q8RawDot1AVX2(&x[0], &b[0], &xd[0], blocks)
+	var s float32
+	q8RawRowsAVX2(&x[0], &b[0], &xd[0], blocks, 1, &s)
+	return s
+}
+
+// q8RawRows sets out[r] to q8RawDot1 of row r of x (len(out) rows of equal
+// length, one after the other): one call for a stretch of rows.
+func q8RawRows(x []byte, b []int8, xd []float32, out []float32) {
+	if len(out) == 0 {
+		return
+	}
+	blocks := len(x) / len(out) / 34
+	if !useF16C || blocks == 0 {
+		q8RawRowsGeneric(x, b, xd, out)
+		return
+	}
+	_, _, _ = x[len(out)*34*blocks-1], b[32*blocks-1], xd[blocks-1]
+	q8RawRowsAVX2(&x[0], &b[0], &xd[0], blocks, len(out), &out[0])
 }
 
 // q8RawDot4 is q8RawDot1 of x with four activations.

@@ -1065,19 +1065,28 @@ adone:
 	VPMADDWD   Y15, Y4, Y4; \
 	VCVTDQ2PS  Y4, Y4
 
-// func q8RawDot1AVX2(x *byte, b *int8, xd *float32, blocks int) float32
+// func q8RawRowsAVX2(x *byte, b *int8, xd *float32, blocks, rows int, out *float32)
 //
-// Σ over the stored Q8_0 blocks x (34 bytes: fp16 d, 32 levels) of
-// (Σ levels·b)·(d·xd), d converted with VCVTPH2PS: no unpacked copy of the
-// row, for a generated token.
-TEXT ·q8RawDot1AVX2(SB), NOSPLIT, $0-36
+// out[r] = Σ over the stored Q8_0 blocks of row r of x (34 bytes: fp16 d,
+// 32 levels; rows of blocks blocks one after the other) of
+// (Σ levels·b)·(d·xd), d converted with VCVTPH2PS: no unpacked copy, the
+// rows streamed in order in one call (one row for a prompt's leftover
+// tokens, a stretch for a generated one).
+TEXT ·q8RawRowsAVX2(SB), NOSPLIT, $0-48
 	MOVQ     x+0(FP), SI
-	MOVQ     b+8(FP), DI
-	MOVQ     xd+16(FP), R11
-	MOVQ     blocks+24(FP), CX
+	MOVQ     blocks+24(FP), R12
+	MOVQ     rows+32(FP), BX
+	MOVQ     out+40(FP), DX
 	VPCMPEQW Y15, Y15, Y15
 	VPSRLW   $15, Y15, Y15
-	VXORPS   Y13, Y13, Y13
+
+q8rrow:
+	TESTQ  BX, BX
+	JEQ    q8rdone
+	MOVQ   b+8(FP), DI
+	MOVQ   xd+16(FP), R11
+	MOVQ   R12, CX
+	VXORPS Y13, Y13, Y13
 
 q81loop:
 	TESTQ       CX, CX
@@ -1098,8 +1107,13 @@ q81done:
 	VADDPS       X1, X13, X0
 	VHADDPS      X0, X0, X0
 	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (DX)
+	ADDQ         $4, DX
+	DECQ         BX
+	JMP          q8rrow
+
+q8rdone:
 	VZEROUPPER
-	MOVSS        X0, ret+32(FP)
 	RET
 
 // func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float32)

@@ -69,6 +69,10 @@ func axpyF32(y []float32, a float32, x []float32) { axpyF32Generic(y, a, x) }
 // activation (levels b, scales xd).
 func q8RawDot1(x []byte, b []int8, xd []float32) float32 { return q8RawDotGeneric(x, b, xd) }
 
+// q8RawRows sets out[r] to q8RawDot1 of row r of x (len(out) rows of equal
+// length, one after the other).
+func q8RawRows(x []byte, b []int8, xd []float32, out []float32) { q8RawRowsGeneric(x, b, xd, out) }
+
 // q8RawDot4 is q8RawDot1 of x with four activations.
 func q8RawDot4(x []byte, b [4][]int8, xd [4][]float32) (s [4]float32) {
 	for i := range s {

@@ -205,8 +205,8 @@ func TestDotF32(t *testing.T) {
 }
 
 // TestDotQ8K checks the fused products (dotQ8, dotQ8x4, q8RawDot1,
-// q8RawDot4, dotK) (AVX2 on amd64) against their Go
-// forms: dotK exactly, dotQ8 within float32 rounding, on random levels
+// q8RawDot4, dotK) (AVX2 on amd64) against their Go forms, and q8RawRows
+// bit for bit against q8RawDot1: dotK exactly, dotQ8 within float32 rounding, on random levels
 // with the extremes, strides of packed levels and of Q8_0 blocks, every
 // group count from 0 to 13 and super-block count from 0 to 3.
 func TestDotQ8K(t *testing.T) {
@@ -256,6 +256,21 @@ func TestDotQ8K(t *testing.T) {
 				}
 				if got, want := q8RawDot1(raw, b, xd), q8RawDotGeneric(raw, b, xd); math.Abs(float64(got-want)) > 1e-6*rmag {
 					t.Errorf("q8RawDot1, %d groups: %g, want %g", groups, got, want)
+				}
+				// q8RawRows over three rows gives q8RawDot1's bits.
+				three := make([]byte, 0, 3*len(raw))
+				for k := range 3 {
+					three = append(three, raw...)
+					if len(raw) > 0 {
+						three[len(three)-1] ^= byte(k)
+					}
+				}
+				rr := make([]float32, 3)
+				q8RawRows(three, b, xd, rr)
+				for k := range rr {
+					if w := q8RawDot1(three[k*len(raw):(k+1)*len(raw)], b, xd); math.Float32bits(rr[k]) != math.Float32bits(w) {
+						t.Errorf("q8RawRows, %d groups, row %d: %g, q8RawDot1 %g", groups, k, rr[k], w)
+					}
 				}
 				r4 := q8RawDot4(raw, bs, xds)
 				for i := range 4 {
