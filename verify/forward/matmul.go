@@ -241,6 +241,15 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 			return fmt.Errorf("%s rows %d..%d: %w", w.name, r0, r0+n, err)
 		}
 		rows := s.mm.rows[worker][:n]
+		if len(x) == 1 && k.inPlace && k.act != actF16 { // one token: a GEMV over the stretch
+			if k.fused {
+				k.unpack(&rows[0], data[:rowBytes], w.cols) // only to learn the fused kernels
+				rows[0].kf.gemv(data[:n*rowBytes], s.mm.enc, out[0][r0:r0+n])
+			} else {
+				q8RawRows(data[:n*rowBytes], acts[0].qs, acts[0].d, out[0][r0:r0+n])
+			}
+			return nil
+		}
 		for r := range rows {
 			k.unpack(&rows[r], data[r*rowBytes:(r+1)*rowBytes], w.cols)
 			if k.act >= actQ8_0 && !k.inPlace {
@@ -249,14 +258,6 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 		}
 		for t0 := 0; t0 < len(x); t0 += tokenTile {
 			t1 := min(len(x), t0+tokenTile)
-			if t1-t0 == 1 && k.inPlace && k.act != actF16 { // one token: a GEMV over the stretch
-				if k.fused {
-					rows[0].kf.gemv(data[:n*rowBytes], s.mm.enc[t0*stride:], out[t0][r0:r0+n])
-				} else {
-					q8RawRows(data[:n*rowBytes], acts[t0].qs, acts[t0].d, out[t0][r0:r0+n])
-				}
-				continue
-			}
 			if k.fused {
 				var res [tokenTile]float32
 				for r := range rows {
