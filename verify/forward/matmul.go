@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/quantize"
 )
 
 // matrix is a weight of rows × cols (ggml ne1 × ne0) read through a Tensor,
@@ -194,7 +197,13 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 	}
 	var bad atomic.Bool
 	err := parallel(ctx, s.m.threads, len(x), func(_, t int) error {
-		if quantizeAct(k.act, x[t][:w.cols], &acts[t]) != nil {
+		var err error
+		if k.fused { // the fused kernels read the encoded Q8_K blocks alone
+			err = quantize.Encode(gguf.Q8_K, acts[t].enc, x[t][:w.cols], w.cols, nil)
+		} else {
+			err = quantizeAct(k.act, x[t][:w.cols], &acts[t])
+		}
+		if err != nil {
 			bad.Store(true)
 		}
 		return nil
