@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/quantize"
 )
 
 // matrix is a weight of rows × cols (ggml ne1 × ne0) read through a Tensor,
@@ -194,7 +197,13 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 	}
 	var bad atomic.Bool
 	err := parallel(ctx, s.m.threads, len(x), func(_, t int) error {
-		if quantizeAct(k.act, x[t][:w.cols], &acts[t]) != nil {
+		var err error
+		if k.fused { // the fused kernels read the encoded Q8_K blocks alone
+			err = quantize.Encode(gguf.Q8_K, acts[t].enc, x[t][:w.cols], w.cols, nil)
+		} else {
+			err = quantizeAct(k.act, x[t][:w.cols], &acts[t])
+		}
+		if err != nil {
 			bad.Store(true)
 		}
 		return nil
@@ -213,6 +222,13 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 	rowsPer := max(1, min(maxChunkRows, unpackedBytes/unpacked))
 	if k.act == actF16 && rowsPer >= 3 {
 		rowsPer -= rowsPer % 3 // mulF16Rows3's groups
+	}
+	if k.inPlace && len(x) == 1 {
+		// One token, rows read in place: each row is read once, so a
+		// chunk is only a stretch of memory to stream; long stretches
+		// (four per thread) keep the hardware prefetcher on one sequential
+		// stream per thread, and the threads meet only at the end.
+		rowsPer = max(rowsPer, (w.rows+4*s.m.threads-1)/(4*s.m.threads))
 	}
 	chunks := (w.rows + rowsPer - 1) / rowsPer
 	if len(s.mm.rows) < s.m.threads {
@@ -234,9 +250,18 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 			return fmt.Errorf("%s rows %d..%d: %w", w.name, r0, r0+n, err)
 		}
 		rows := s.mm.rows[worker][:n]
+		if len(x) == 1 && k.inPlace && k.act != actF16 { // one token: a GEMV over the stretch
+			if k.fused {
+				k.unpack(&rows[0], data[:rowBytes], w.cols) // only to learn the fused kernels
+				rows[0].kf.gemv(data[:n*rowBytes], s.mm.enc, out[0][r0:r0+n])
+			} else {
+				q8RawRows(data[:n*rowBytes], acts[0].qs, acts[0].d, out[0][r0:r0+n])
+			}
+			return nil
+		}
 		for r := range rows {
 			k.unpack(&rows[r], data[r*rowBytes:(r+1)*rowBytes], w.cols)
-			if k.act >= actQ8_0 && !k.fused {
+			if k.act >= actQ8_0 && !k.inPlace {
 				rows[r].sums = grow(rows[r].sums, w.cols/16)
 			}
 		}

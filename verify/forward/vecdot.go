@@ -45,22 +45,25 @@ type vecKernel struct {
 	// fused: the unpacked rows multiply through qrow.kf, on the inputs'
 	// Q8_K blocks as encoded (vecdot_kfused.go).
 	fused bool
+	// inPlace: unpack only points at the stored row (F16, Q8_0 and the
+	// fused types), so a chunk of rows costs no scratch.
+	inPlace bool
 }
 
 // vecKernels are the weight types with a product on the blocks; the others
 // are decoded to float32 a chunk of rows at a time.
 var vecKernels = map[gguf.Type]*vecKernel{
 	gguf.F32:    {act: actF32, block: 1, bytes: 4, unpack: floatUnpacker(readers.F32)},
-	gguf.F16:    {act: actF16, block: 1, bytes: 2, unpack: unpackF16},
+	gguf.F16:    {act: actF16, block: 1, bytes: 2, unpack: unpackF16, inPlace: true},
 	gguf.BF16:   {act: actBF16, block: 1, bytes: 2, unpack: floatUnpacker(readers.BF16)},
-	gguf.Q8_0:   {act: actQ8_0, block: 32, bytes: 34, unpack: unpackQ8_0},
+	gguf.Q8_0:   {act: actQ8_0, block: 32, bytes: 34, unpack: unpackQ8_0, inPlace: true},
 	gguf.Q4_0:   {act: actQ8_0, block: 32, bytes: 18, unpack: unpackQ4_0},
 	gguf.Q5_0:   {act: actQ8_0, block: 32, bytes: 22, unpack: unpackQ5_0},
 	gguf.IQ4_NL: {act: actQ8_0, block: 32, bytes: 18, unpack: unpackIQ4NL},
 	gguf.MXFP4:  {act: actQ8_0, block: 32, bytes: 17, unpack: unpackMXFP4},
-	gguf.Q4_K:   {act: actQ8K, block: 256, bytes: 144, unpack: unpackQ4K, fused: true},
+	gguf.Q4_K:   {act: actQ8K, block: 256, bytes: 144, unpack: unpackQ4K, fused: true, inPlace: true},
 	gguf.Q5_K:   {act: actQ8K, block: 256, bytes: 176, unpack: unpackQ5K},
-	gguf.Q6_K:   {act: actQ8K, block: 256, bytes: 210, unpack: unpackQ6K, fused: true},
+	gguf.Q6_K:   {act: actQ8K, block: 256, bytes: 210, unpack: unpackQ6K, fused: true, inPlace: true},
 	gguf.IQ4_XS: {act: actQ8K, block: 256, bytes: 136, unpack: unpackIQ4XS},
 }
 
@@ -293,6 +296,17 @@ func half(b []byte) float32 { return quantize.FP16ToFP32(binary.LittleEndian.Uin
 // unpackQ8_0 keeps the row as stored: q8RawDot1 and q8RawDot4 read the
 // levels and the fp16 scales in place.
 func unpackQ8_0(r *qrow, row []byte, _ int) { r.raw, r.q8 = row, true }
+
+// q8RawRowsGeneric is q8RawRows through the Go form, row by row.
+func q8RawRowsGeneric(x []byte, b []int8, xd []float32, out []float32) {
+	if len(out) == 0 {
+		return
+	}
+	n := len(x) / len(out)
+	for r := range out {
+		out[r] = q8RawDotGeneric(x[r*n:(r+1)*n], b, xd)
+	}
+}
 
 // q8RawDotGeneric is the product of the stored Q8_0 blocks x with the
 // Q8_0 activation (levels b, scales xd), as dotQ8Generic.

@@ -23,13 +23,13 @@ func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) flo
 func q4kDot4AVX2(x, a *byte, astride int, blocks int, out *float32, vnni bool)
 
 //go:noescape
-func q4kDot1AVX2(x, a *byte, blocks int) float32
+func q4kRowsAVX2(x, a *byte, blocks, rows int, out *float32)
 
 //go:noescape
 func q6kDot4AVX2(x, a *byte, astride int, blocks int, out *float32, vnni bool)
 
 //go:noescape
-func q6kDot1AVX2(x, a *byte, blocks int) float32
+func q6kRowsAVX2(x, a *byte, blocks, rows int, out *float32)
 
 //go:noescape
 func i8dotQ8x4AVX2(a *byte, astride int, b *[4]*int8, wd *float32, xd *[4]*float32, groups int, out *float32)
@@ -50,7 +50,7 @@ func dotF16R3x4AVX2(w *byte, stride int, x0, x1, x2, x3 *float32, n int, out *fl
 func axpyF32AVX2(y *float32, a float32, x *float32, n int)
 
 //go:noescape
-func q8RawDot1AVX2(x *byte, b *int8, xd *float32, blocks int) float32
+func q8RawRowsAVX2(x *byte, b *int8, xd *float32, blocks, rows int, out *float32)
 
 //go:noescape
 func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float32)
@@ -121,15 +121,15 @@ func dotK(a, b []int8, scales []int32, out []int32) {
 }
 
 // kAsm is a fused type's kernels: four activations stride bytes apart,
-// and one.
+// and rows one after the other with one activation.
 type kAsm struct {
 	four func(x, a *byte, astride int, blocks int, out *float32, vnni bool)
-	one  func(x, a *byte, blocks int) float32
+	rows func(x, a *byte, blocks, rows int, out *float32)
 }
 
 var (
-	q4kAsm = kAsm{q4kDot4AVX2, q4kDot1AVX2}
-	q6kAsm = kAsm{q6kDot4AVX2, q6kDot1AVX2}
+	q4kAsm = kAsm{q4kDot4AVX2, q4kRowsAVX2}
+	q6kAsm = kAsm{q6kDot4AVX2, q6kRowsAVX2}
 )
 
 // dot4 sets out[0:4] to the products of the blocks x with the four
@@ -151,7 +151,25 @@ func (k *kFused) dot1(x, a []byte) float32 {
 		return k.generic(x, a)
 	}
 	_ = a[blocks*q8KBytes-1]
-	return k.asm.one(&x[0], &a[0], blocks)
+	var s float32
+	k.asm.rows(&x[0], &a[0], blocks, 1, &s)
+	return s
+}
+
+// gemv sets out[r] to the product of row r of x (len(out) rows of equal
+// length, one after the other) with the activation a: one call for a
+// stretch of rows, streamed in order.
+func (k *kFused) gemv(x, a []byte, out []float32) {
+	if len(out) == 0 {
+		return
+	}
+	blocks := len(x) / len(out) / k.bytes
+	if !useF16C || blocks == 0 {
+		k.gemvGeneric(x, a, out)
+		return
+	}
+	_, _ = x[len(out)*blocks*k.bytes-1], a[blocks*q8KBytes-1]
+	k.asm.rows(&x[0], &a[0], blocks, len(out), &out[0])
 }
 
 // dotF32x4 is dotF32 of w with four vectors (each at least as long as w).
@@ -261,7 +279,24 @@ func q8RawDot1(x []byte, b []int8, xd []float32) float32 {
 		return q8RawDotGeneric(x, b, xd)
 	}
 	_, _ = b[32*blocks-1], xd[blocks-1]
-	return q8RawDot1AVX2(&x[0], &b[0], &xd[0], blocks)
+	var s float32
+	q8RawRowsAVX2(&x[0], &b[0], &xd[0], blocks, 1, &s)
+	return s
+}
+
+// q8RawRows sets out[r] to q8RawDot1 of row r of x (len(out) rows of equal
+// length, one after the other): one call for a stretch of rows.
+func q8RawRows(x []byte, b []int8, xd []float32, out []float32) {
+	if len(out) == 0 {
+		return
+	}
+	blocks := len(x) / len(out) / 34
+	if !useF16C || blocks == 0 {
+		q8RawRowsGeneric(x, b, xd, out)
+		return
+	}
+	_, _, _ = x[len(out)*34*blocks-1], b[32*blocks-1], xd[blocks-1]
+	q8RawRowsAVX2(&x[0], &b[0], &xd[0], blocks, len(out), &out[0])
 }
 
 // q8RawDot4 is q8RawDot1 of x with four activations.

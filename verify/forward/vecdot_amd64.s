@@ -14,6 +14,19 @@ DATA sums16perm<>+24(SB)/4, $3
 DATA sums16perm<>+28(SB)/4, $7
 GLOBL sums16perm<>(SB), RODATA|NOPTR, $32
 
+// 0x3F in every byte (Q4SCALES).
+DATA q4kmask3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA q4kmask3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
+GLOBL q4kmask3f<>(SB), RODATA|NOPTR, $16
+
+// 0x0F and 0x30 in every byte of a dword, broadcast by KPROLOGUE and
+// Q6PROLOGUE (from memory: an SSE move from a GP register after AVX code
+// would cost a transition).
+DATA kmask0f<>+0(SB)/4, $0x0f0f0f0f
+GLOBL kmask0f<>(SB), RODATA|NOPTR, $4
+DATA kmask30<>+0(SB)/4, $0x30303030
+GLOBL kmask30<>(SB), RODATA|NOPTR, $4
+
 // func i8sums16AVX2(a *byte, astride int, b *int8, groups int, out *int32)
 //
 // For each group of 32: |a| (unsigned) times b with a's sign (VPSIGNB),
@@ -417,41 +430,28 @@ x4done:
 // are and no pair saturates (63·128·2 < 2^15); VPMADDWD by the broadcast
 // scale gives scale·(pair sums) in int32, as ggml's AVX2 kernels do.
 
-// Q4_K's 12 bytes of 6-bit scales and mins (get_scale_min_k4, as the utmp
-// words of ggml's vec_dot) to 8 int16 scales at 0(R10) and the 8 mins, each
-// twice (one per 16 values), at 16(R10). Clobbers AX, BX, R11, R14, R15,
-// Y8, Y9.
+// Q4_K's 12 bytes of 6-bit scales and mins (get_scale_min_k4) to 8 int16
+// scales at 0(R10) and the 8 mins, each twice (one per 16 values), at
+// 16(R10), in vector registers: bytes 0–3 & 63 are scales 0–3, bytes 4–7 &
+// 63 mins 0–3; scales 4–7 are the low nibbles of bytes 8–11 with the top
+// two bits of bytes 0–3 above them, mins 4–7 the high nibbles with those of
+// bytes 4–7. Clobbers Y8–Y12 (Y15 holds 0x0F in every byte).
 #define Q4SCALES \
-	MOVL       4(SI), AX; \
-	MOVL       8(SI), BX; \
-	MOVL       12(SI), R11; \
-	MOVL       AX, R14; \
-	ANDL       $0x3f3f3f3f, R14; \
-	MOVL       R11, R15; \
-	ANDL       $0x0f0f0f0f, R15; \
-	SHRL       $6, AX; \
-	ANDL       $0x03030303, AX; \
-	SHLL       $4, AX; \
-	ORL        AX, R15; \
-	SHLQ       $32, R15; \
-	ORQ        R15, R14; \
-	MOVQ       R14, X8; \
-	VPMOVZXBW  X8, X8; \
-	VMOVDQU    X8, 0(R10); \
-	MOVL       BX, R14; \
-	ANDL       $0x3f3f3f3f, R14; \
-	SHRL       $4, R11; \
-	ANDL       $0x0f0f0f0f, R11; \
-	SHRL       $6, BX; \
-	ANDL       $0x03030303, BX; \
-	SHLL       $4, BX; \
-	ORL        BX, R11; \
-	SHLQ       $32, R11; \
-	ORQ        R11, R14; \
-	MOVQ       R14, X9; \
-	VPUNPCKLBW X9, X9, X9; \
-	VPMOVZXBW  X9, Y9; \
-	VMOVDQU    Y9, 16(R10)
+	VMOVDQU    4(SI), X8; \
+	VPAND      q4kmask3f<>(SB), X8, X9; \
+	VPXOR      X9, X8, X10; \
+	VPSRLW     $2, X10, X10; \
+	VPSHUFD    $0xAA, X8, X11; \
+	VPSRLW     $4, X11, X12; \
+	VPUNPCKLDQ X12, X11, X11; \
+	VPAND      X15, X11, X11; \
+	VPOR       X10, X11, X11; \
+	VPUNPCKLDQ X11, X9, X9; \
+	VPMOVZXBW  X9, X10; \
+	VMOVDQU    X10, 0(R10); \
+	VPUNPCKHBW X9, X9, X11; \
+	VPMOVZXBW  X11, Y11; \
+	VMOVDQU    Y11, 16(R10)
 
 // Q4_K: 32 bytes of levels (64 values: 32 low nibbles, 32 high) split into
 // Y8 (low) and Y9 (high), their two scales broadcast in Y10 and Y11.
@@ -494,9 +494,7 @@ x4done:
 	VPXOR        ACC, ACC, ACC
 
 #define KPROLOGUE \
-	MOVQ         $0x0F0F0F0F, AX; \
-	MOVQ         AX, X15; \
-	VPBROADCASTD X15, Y15; \
+	VPBROADCASTD kmask0f<>(SB), Y15; \
 	VXORPS       Y0, Y0, Y0; \
 	VXORPS       Y1, Y1, Y1; \
 	VXORPS       Y2, Y2, Y2; \
@@ -594,17 +592,30 @@ q44done:
 	VZEROUPPER
 	RET
 
-// func q4kDot1AVX2(x *byte, a *byte, blocks int) float32
-TEXT ·q4kDot1AVX2(SB), NOSPLIT, $48-28
+// func q4kRowsAVX2(x, a *byte, blocks, rows int, out *float32)
+//
+// out[r] = the product of row r of x (rows of blocks Q4_K blocks, one after
+// the other) with the Q8_K activation a: a GEMV for one token, the rows
+// streamed in order in one call.
+TEXT ·q4kRowsAVX2(SB), NOSPLIT, $48-40
 	MOVQ x+0(FP), SI
-	MOVQ a+8(FP), DI
-	MOVQ blocks+16(FP), CX
+	MOVQ a+8(FP), R13
+	MOVQ blocks+16(FP), R12
+	MOVQ rows+24(FP), BX
+	MOVQ out+32(FP), DX
 	LEAQ 0(SP), R10
 	KPROLOGUE
 
-q41block:
+q4rrow:
+	TESTQ  BX, BX
+	JEQ    q4rdone
+	MOVQ   R13, DI
+	MOVQ   R12, CX
+	VXORPS Y0, Y0, Y0
+
+q4rblock:
 	TESTQ CX, CX
-	JEQ   q41done
+	JEQ   q4rend
 	Q4SCALES
 	Q4SPLIT(16(SI), 0(R10), 2(R10))
 	Q4TOK(4(DI), 36(DI), Y4)
@@ -621,22 +632,25 @@ q41block:
 	ADDQ   $144, SI
 	ADDQ   $292, DI
 	DECQ   CX
-	JMP    q41block
+	JMP    q4rblock
 
-q41done:
+q4rend:
 	KSUM1
+	VMOVSS X0, (DX)
+	ADDQ   $4, DX
+	DECQ   BX
+	JMP    q4rrow
+
+q4rdone:
 	VZEROUPPER
-	MOVSS X0, ret+24(FP)
 	RET
 
 // Q6_K's 16 int8 scales widened to int16 at 0(R10), its d broadcast in Y13.
 #define Q6SCALES \
 	VPMOVSXBW    192(SI), Y9; \
 	VMOVDQU      Y9, 0(R10); \
-	MOVWLZX      208(SI), AX; \
-	MOVQ         AX, X13; \
-	VCVTPH2PS    X13, X13; \
-	VBROADCASTSS X13, Y13
+	VPBROADCASTW 208(SI), X13; \
+	VCVTPH2PS    X13, Y13
 
 // Q6_K: 32 levels 0..63 into Y8 from 32 bytes of low bits QL (low or high
 // nibbles) and 32 of high bits QH (the pair at bits 0, 2, 4 or 6 moved to
@@ -697,9 +711,7 @@ q41done:
 
 #define Q6PROLOGUE \
 	KPROLOGUE; \
-	MOVQ         $0x30303030, AX; \
-	MOVQ         AX, X14; \
-	VPBROADCASTD X14, Y14
+	VPBROADCASTD kmask30<>(SB), Y14
 
 // The token step TOK (Q6TOK or Q6TOKV) for the four tokens, their levels at
 // A of each.
@@ -796,17 +808,28 @@ q64done:
 	VZEROUPPER
 	RET
 
-// func q6kDot1AVX2(x *byte, a *byte, blocks int) float32
-TEXT ·q6kDot1AVX2(SB), NOSPLIT, $32-28
+// func q6kRowsAVX2(x, a *byte, blocks, rows int, out *float32)
+//
+// q4kRowsAVX2 for Q6_K rows.
+TEXT ·q6kRowsAVX2(SB), NOSPLIT, $32-40
 	MOVQ x+0(FP), SI
-	MOVQ a+8(FP), DI
-	MOVQ blocks+16(FP), CX
+	MOVQ a+8(FP), R13
+	MOVQ blocks+16(FP), R12
+	MOVQ rows+24(FP), BX
+	MOVQ out+32(FP), DX
 	LEAQ 0(SP), R10
 	Q6PROLOGUE
 
-q61block:
+q6rrow:
+	TESTQ  BX, BX
+	JEQ    q6rdone
+	MOVQ   R13, DI
+	MOVQ   R12, CX
+	VXORPS Y0, Y0, Y0
+
+q6rblock:
 	TESTQ CX, CX
-	JEQ   q61done
+	JEQ   q6rend
 	Q6SCALES
 	Q6HALF1(0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100)
 	Q6HALF1(64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228)
@@ -816,12 +839,17 @@ q61block:
 	ADDQ   $210, SI
 	ADDQ   $292, DI
 	DECQ   CX
-	JMP    q61block
+	JMP    q6rblock
 
-q61done:
+q6rend:
 	KSUM1
+	VMOVSS X0, (DX)
+	ADDQ   $4, DX
+	DECQ   BX
+	JMP    q6rrow
+
+q6rdone:
 	VZEROUPPER
-	MOVSS X0, ret+24(FP)
 	RET
 
 // func dotF16AVX2(w *byte, x *float32, n int) float32
@@ -1020,11 +1048,10 @@ adone:
 	RET
 
 // The fp16 d of the Q8_0 block at SI times the float32 at XD, broadcast
-// into DST (X5 clobbered).
+// into DST (X5 clobbered). VCVTPH2PS reads four fp16 from SI, d and the
+// block's first six level bytes, whose lanes are not used.
 #define Q8D(XD, DST) \
-	MOVWLZX      (SI), AX; \
-	MOVQ         AX, X5; \
-	VCVTPH2PS    X5, X5; \
+	VCVTPH2PS    (SI), X5; \
 	VMULSS       XD, X5, X5; \
 	VBROADCASTSS X5, DST
 
@@ -1038,19 +1065,28 @@ adone:
 	VPMADDWD   Y15, Y4, Y4; \
 	VCVTDQ2PS  Y4, Y4
 
-// func q8RawDot1AVX2(x *byte, b *int8, xd *float32, blocks int) float32
+// func q8RawRowsAVX2(x *byte, b *int8, xd *float32, blocks, rows int, out *float32)
 //
-// Σ over the stored Q8_0 blocks x (34 bytes: fp16 d, 32 levels) of
-// (Σ levels·b)·(d·xd), d converted with VCVTPH2PS: no unpacked copy of the
-// row, for a generated token.
-TEXT ·q8RawDot1AVX2(SB), NOSPLIT, $0-36
+// out[r] = Σ over the stored Q8_0 blocks of row r of x (34 bytes: fp16 d,
+// 32 levels; rows of blocks blocks one after the other) of
+// (Σ levels·b)·(d·xd), d converted with VCVTPH2PS: no unpacked copy, the
+// rows streamed in order in one call (one row for a prompt's leftover
+// tokens, a stretch for a generated one).
+TEXT ·q8RawRowsAVX2(SB), NOSPLIT, $0-48
 	MOVQ     x+0(FP), SI
-	MOVQ     b+8(FP), DI
-	MOVQ     xd+16(FP), R11
-	MOVQ     blocks+24(FP), CX
+	MOVQ     blocks+24(FP), R12
+	MOVQ     rows+32(FP), BX
+	MOVQ     out+40(FP), DX
 	VPCMPEQW Y15, Y15, Y15
 	VPSRLW   $15, Y15, Y15
-	VXORPS   Y13, Y13, Y13
+
+q8rrow:
+	TESTQ  BX, BX
+	JEQ    q8rdone
+	MOVQ   b+8(FP), DI
+	MOVQ   xd+16(FP), R11
+	MOVQ   R12, CX
+	VXORPS Y13, Y13, Y13
 
 q81loop:
 	TESTQ       CX, CX
@@ -1071,8 +1107,13 @@ q81done:
 	VADDPS       X1, X13, X0
 	VHADDPS      X0, X0, X0
 	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (DX)
+	ADDQ         $4, DX
+	DECQ         BX
+	JMP          q8rrow
+
+q8rdone:
 	VZEROUPPER
-	MOVSS        X0, ret+32(FP)
 	RET
 
 // func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float32)
@@ -1104,10 +1145,8 @@ TEXT ·q8RawDot4AVX2(SB), NOSPLIT, $0-40
 q84loop:
 	TESTQ       CX, CX
 	JEQ         q84done
-	MOVWLZX     (SI), AX
-	MOVQ        AX, X5
-	VCVTPH2PS   X5, X5
-	VBROADCASTSS X5, Y7
+	VPBROADCASTW (SI), X5
+	VCVTPH2PS   X5, Y7
 	VMOVDQU     2(SI), Y0
 	VPSIGNB     Y0, Y0, Y2
 	Q8SUM((R8))

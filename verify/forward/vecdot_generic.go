@@ -33,6 +33,10 @@ func (k *kFused) dot4(x, a []byte, stride int, out []float32) { k.dot4Generic(x,
 // dot1 is the product of the blocks x with the activation a.
 func (k *kFused) dot1(x, a []byte) float32 { return k.generic(x, a) }
 
+// gemv sets out[r] to the product of row r of x (len(out) rows of equal
+// length, one after the other) with the activation a.
+func (k *kFused) gemv(x, a []byte, out []float32) { k.gemvGeneric(x, a, out) }
+
 // dotF32x4 is dotF32 of w with four vectors (each at least as long as w).
 func dotF32x4(w, x0, x1, x2, x3 []float32) (float32, float32, float32, float32) {
 	return dot4(w, x0, x1, x2, x3)
@@ -64,6 +68,10 @@ func axpyF32(y []float32, a float32, x []float32) { axpyF32Generic(y, a, x) }
 // q8RawDot1 is the product of the stored Q8_0 blocks x with the Q8_0
 // activation (levels b, scales xd).
 func q8RawDot1(x []byte, b []int8, xd []float32) float32 { return q8RawDotGeneric(x, b, xd) }
+
+// q8RawRows sets out[r] to q8RawDot1 of row r of x (len(out) rows of equal
+// length, one after the other).
+func q8RawRows(x []byte, b []int8, xd []float32, out []float32) { q8RawRowsGeneric(x, b, xd, out) }
 
 // q8RawDot4 is q8RawDot1 of x with four activations.
 func q8RawDot4(x []byte, b [4][]int8, xd [4][]float32) (s [4]float32) {

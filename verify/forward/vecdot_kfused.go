@@ -48,6 +48,17 @@ func (k *kFused) dot4Generic(x, a []byte, stride int, out []float32) {
 	}
 }
 
+// gemvGeneric is gemv through the Go form, row by row.
+func (k *kFused) gemvGeneric(x, a []byte, out []float32) {
+	if len(out) == 0 {
+		return
+	}
+	n := len(x) / len(out)
+	for r := range out {
+		out[r] = k.generic(x[r*n:(r+1)*n], a)
+	}
+}
+
 func unpackQ4K(r *qrow, row []byte, _ int) { r.raw, r.kf = row, q4kFused }
 
 func unpackQ6K(r *qrow, row []byte, _ int) { r.raw, r.kf = row, q6kFused }

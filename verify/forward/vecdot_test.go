@@ -205,8 +205,8 @@ func TestDotF32(t *testing.T) {
 }
 
 // TestDotQ8K checks the fused products (dotQ8, dotQ8x4, q8RawDot1,
-// q8RawDot4, dotK) (AVX2 on amd64) against their Go
-// forms: dotK exactly, dotQ8 within float32 rounding, on random levels
+// q8RawDot4, dotK) (AVX2 on amd64) against their Go forms, and q8RawRows
+// bit for bit against q8RawDot1: dotK exactly, dotQ8 within float32 rounding, on random levels
 // with the extremes, strides of packed levels and of Q8_0 blocks, every
 // group count from 0 to 13 and super-block count from 0 to 3.
 func TestDotQ8K(t *testing.T) {
@@ -257,6 +257,21 @@ func TestDotQ8K(t *testing.T) {
 				if got, want := q8RawDot1(raw, b, xd), q8RawDotGeneric(raw, b, xd); math.Abs(float64(got-want)) > 1e-6*rmag {
 					t.Errorf("q8RawDot1, %d groups: %g, want %g", groups, got, want)
 				}
+				// q8RawRows over three rows gives q8RawDot1's bits.
+				three := make([]byte, 0, 3*len(raw))
+				for k := range 3 {
+					three = append(three, raw...)
+					if len(raw) > 0 {
+						three[len(three)-1] ^= byte(k)
+					}
+				}
+				rr := make([]float32, 3)
+				q8RawRows(three, b, xd, rr)
+				for k := range rr {
+					if w := q8RawDot1(three[k*len(raw):(k+1)*len(raw)], b, xd); math.Float32bits(rr[k]) != math.Float32bits(w) {
+						t.Errorf("q8RawRows, %d groups, row %d: %g, q8RawDot1 %g", groups, k, rr[k], w)
+					}
+				}
 				r4 := q8RawDot4(raw, bs, xds)
 				for i := range 4 {
 					if want := q8RawDotGeneric(raw, bs[i], xds[i]); math.Abs(float64(r4[i]-want)) > 1e-6*rmag*float64(i+1) {
@@ -304,9 +319,11 @@ func TestDotQ8K(t *testing.T) {
 // TestKFused checks the fused Q4_K and Q6_K products (AVX2 on amd64)
 // against their Go forms, within float32 rounding: random blocks (every
 // level and scale bit random, mins and negative scales included), each
-// activation of random levels with the extremes, 0 to 4 super-blocks (the
+// activation of random levels with the extremes, 0 to 4 super-blocks, 40
+// rounds (the
 // bound: 1e-7 of the largest possible Σ|w·x|, far below a lane lost), the
-// four-activation form with activations spaced and in every position.
+// four-activation form with activations spaced and in every position, and
+// gemv over rows one after the other (bit for bit the one-row form).
 func TestKFused(t *testing.T) { checkKFused(t) }
 
 // checkKFused is TestKFused with the kernels the build and CPU select
@@ -314,7 +331,8 @@ func TestKFused(t *testing.T) { checkKFused(t) }
 func checkKFused(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K} {
-		for blocks := range 5 {
+		for c := range 5 * 40 { // 40 rounds of 0 to 4 super-blocks
+			blocks := c % 5
 			cols := 256 * blocks
 			var r qrow
 			row := randomBlocks(rng, typ, cols)
@@ -356,6 +374,16 @@ func checkKFused(t *testing.T) {
 					want[t] = q4kDotGeneric(row, a[t*stride:])
 				} else {
 					want[t] = q6kDotGeneric(row, a[t*stride:])
+				}
+			}
+			// gemv over three rows (this one in the middle) gives dot1's bits.
+			three := append(append(randomBlocks(rng, typ, cols), row...), randomBlocks(rng, typ, cols)...)
+			g := make([]float32, 3)
+			r.kf.gemv(three, a, g)
+			for i := range g {
+				w := r.kf.dot1(three[i*len(row):(i+1)*len(row)], a)
+				if math.Float32bits(g[i]) != math.Float32bits(w) {
+					t.Errorf("%s, %d blocks: gemv row %d = %g, dot1 %g", typ, blocks, i, g[i], w)
 				}
 			}
 			for n := 1; n <= 4; n++ {
