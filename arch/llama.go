@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(newLlama, "LLaMAForCausalLM", "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "LlamaModel")
+	register(newLlama, "LLaMAForCausalLM", "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "LlamaModel", "LlavaForConditionalGeneration", "VoxtralForConditionalGeneration")
 }
 
 // llama is LlamaModel (conversion/llama.py): Llama, Mistral and Mixtral.
