@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	register(newQwen2("qwen2"), "Qwen2Model", "Qwen2ForCausalLM")
+	register(newQwen2("qwen2"), "Qwen2Model", "Qwen2ForCausalLM", "Qwen2AudioForConditionalGeneration")
 	register(newQwen2("qwen3"), "Qwen3ForCausalLM", "Qwen3Model")
 	register(newQwenMoe("qwen2moe"), "Qwen2MoeForCausalLM")
 	register(newQwenMoe("qwen3moe"), "Qwen3MoeForCausalLM")
