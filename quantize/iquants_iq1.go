@@ -328,13 +328,7 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 		maxScale float32
 	)
 	sigma2 := iq2Sigma2(xbl, 2)
-	// ggml's constants: p2 = x_p[2], m2 = x_m[2], cp1 = x_p[0]²−x_p[1]²,
-	// cp2 = x_p[1]²−x_p[2]², and cm1, cm2 the same for x_m (all exact).
-	p2, m2 := iq1XP[2], iq1XM[2]
-	cp1 := float32(iq1XP[0]*iq1XP[0]) - float32(iq1XP[1]*iq1XP[1])
-	cp2 := float32(iq1XP[1]*iq1XP[1]) - float32(iq1XP[2]*iq1XP[2])
-	cm1 := float32(iq1XM[0]*iq1XM[0]) - float32(iq1XM[1]*iq1XM[1])
-	cm2 := float32(iq1XM[1]*iq1XM[1]) - float32(iq1XM[2]*iq1XM[2])
+	p2, m2 := iq1XP[2], iq1XM[2] // ggml's p2 = x_p[2], m2 = x_m[2]
 	for ib := range 16 {
 		xb := xbl[16*ib : 16*ib+16]
 		var qwb []float32
@@ -371,35 +365,7 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			twp[h] = float32(float32(pw[h][16]*p2) * p2)
 			twm[h] = float32(float32(pw[h][16]*m2) * m2)
 		}
-		bestScore, scale := -float32(math.MaxFloat32), max
-		besti1, besti2, bestK := -1, -1, -1
-		var sumqx, sumq2 [4]float32
-		for i1 := 0; i1 <= 16; i1++ {
-			var a1p, a1m [2]float32
-			for h := range 2 {
-				a1p[h] = twp[h] + float32(pw[h][i1]*cp1)
-				a1m[h] = twm[h] + float32(pw[h][i1]*cm1)
-			}
-			for i2 := i1; i2 <= 16; i2++ {
-				var qxp, qxm, q2p, q2m [2]float32
-				for h := range 2 {
-					sx := px[h][i1] + px[h][i2]
-					qxp[h] = txp[h] - sx
-					qxm[h] = txm[h] - sx
-					q2p[h] = a1p[h] + float32(pw[h][i2]*cp2)
-					q2m[h] = a1m[h] + float32(pw[h][i2]*cm2)
-				}
-				sumqx = [4]float32{qxp[0] + qxp[1], qxp[0] + qxm[1], qxm[0] + qxp[1], qxm[0] + qxm[1]}
-				sumq2 = [4]float32{q2p[0] + q2p[1], q2p[0] + q2m[1], q2m[0] + q2p[1], q2m[0] + q2m[1]}
-				for k := range 4 {
-					if sumq2[k] > 0 && sumqx[k]*sumqx[k] > bestScore*sumq2[k] {
-						scale = sumqx[k] / sumq2[k]
-						bestScore = scale * sumqx[k]
-						besti1, besti2, bestK = i1, i2, k
-					}
-				}
-			}
-		}
+		besti1, besti2, bestK, scale := iq1mSplitSearch(&px, &pw, &txp, &txm, &twp, &twm, max)
 		if besti1 < 0 || besti2 < 0 || bestK < 0 {
 			scales[ib], shifts[ib] = 0, 0
 			continue
@@ -475,6 +441,64 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 	for i, v := range sc {
 		binary.LittleEndian.PutUint16(y[48+2*i:], v)
 	}
+}
+
+// iq1mSplitSearch is the split search of quantize_row_iq1_m_impl for one
+// group of 16: every pair of boundaries i1 ≤ i2 and every combination k of
+// the halves' shifts, in ggml's order (i1, i2, k), the first best score
+// winning. Per half h, Σqx = T·v2 − (px[i1] + px[i2]) and Σq² = W·v2² +
+// pw[i1]·c1 + pw[i2]·c2, as ggml computes them; tx and tw are T·v2 and
+// W·v2² for the shifts + (p) and − (m). It returns the boundaries and the
+// combination (−1 when no candidate has Σq² > 0 and a positive score) and
+// the scale, init when none is found.
+func iq1mSplitSearch(px, pw *[2][17]float32, txp, txm, twp, twm *[2]float32, init float32) (besti1, besti2, bestK int, scale float32) {
+	// ggml's cp1 = x_p[0]²−x_p[1]², cp2 = x_p[1]²−x_p[2]², and cm1, cm2
+	// the same for x_m (all exact).
+	cp1 := float32(iq1XP[0]*iq1XP[0]) - float32(iq1XP[1]*iq1XP[1])
+	cp2 := float32(iq1XP[1]*iq1XP[1]) - float32(iq1XP[2]*iq1XP[2])
+	cm1 := float32(iq1XM[0]*iq1XM[0]) - float32(iq1XM[1]*iq1XM[1])
+	cm2 := float32(iq1XM[1]*iq1XM[1]) - float32(iq1XM[2]*iq1XM[2])
+	px0, px1, pw0, pw1 := &px[0], &px[1], &pw[0], &pw[1]
+	txp0, txp1, txm0, txm1 := txp[0], txp[1], txm[0], txm[1]
+	bestScore := -float32(math.MaxFloat32)
+	besti1, besti2, bestK, scale = -1, -1, -1, init
+	for i1 := 0; i1 <= 16; i1++ {
+		a1p0 := twp[0] + float32(pw0[i1]*cp1)
+		a1p1 := twp[1] + float32(pw1[i1]*cp1)
+		a1m0 := twm[0] + float32(pw0[i1]*cm1)
+		a1m1 := twm[1] + float32(pw1[i1]*cm1)
+		x10, x11 := px0[i1], px1[i1]
+		for i2 := i1; i2 <= 16; i2++ {
+			sx0, sx1 := x10+px0[i2], x11+px1[i2]
+			qxp0, qxp1 := txp0-sx0, txp1-sx1
+			qxm0, qxm1 := txm0-sx0, txm1-sx1
+			w0, w1 := pw0[i2], pw1[i2]
+			q2p0, q2p1 := a1p0+float32(w0*cp2), a1p1+float32(w1*cp2)
+			q2m0, q2m1 := a1m0+float32(w0*cm2), a1m1+float32(w1*cm2)
+			// The four combinations k, unrolled: (+,+), (+,−), (−,+), (−,−).
+			if sqx, sq2 := qxp0+qxp1, q2p0+q2p1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+				scale = sqx / sq2
+				bestScore = scale * sqx
+				besti1, besti2, bestK = i1, i2, 0
+			}
+			if sqx, sq2 := qxp0+qxm1, q2p0+q2m1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+				scale = sqx / sq2
+				bestScore = scale * sqx
+				besti1, besti2, bestK = i1, i2, 1
+			}
+			if sqx, sq2 := qxm0+qxp1, q2m0+q2p1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+				scale = sqx / sq2
+				bestScore = scale * sqx
+				besti1, besti2, bestK = i1, i2, 2
+			}
+			if sqx, sq2 := qxm0+qxm1, q2m0+q2m1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+				scale = sqx / sq2
+				bestScore = scale * sqx
+				besti1, besti2, bestK = i1, i2, 3
+			}
+		}
+	}
+	return besti1, besti2, bestK, scale
 }
 
 // decodeIQ1SRow is dequantize_row_iq1_s.
