@@ -324,7 +324,7 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 		idx      [16]uint8
 		L        [16]uint8
 		index    [2]int
-		px, pw   [2][17]float32
+		search   iq1mSearch
 		maxScale float32
 	)
 	sigma2 := iq2Sigma2(xbl, 2)
@@ -345,6 +345,7 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			continue
 		}
 		iq1SortOrder(idx[:], xb)
+		px, pw := search.tab[0:2], search.tab[2:4]
 		for j, i := range idx {
 			h := 0
 			if i >= 8 {
@@ -355,17 +356,14 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			pw[h][j+1] = pw[h][j] + weight[i]
 			pw[1-h][j+1] = pw[1-h][j]
 		}
-		// Per half h: Σqx = T·v2 − (px[i1] + px[i2]) and Σq² = W·v2² +
-		// pw[i1]·c1 + pw[i2]·c2, as ggml computes them; the products that
-		// depend on i1 only are taken out of the inner loop.
-		var txp, txm, twp, twm [2]float32
 		for h := range 2 {
-			txp[h] = float32(px[h][16] * p2)
-			txm[h] = float32(px[h][16] * m2)
-			twp[h] = float32(float32(pw[h][16]*p2) * p2)
-			twm[h] = float32(float32(pw[h][16]*m2) * m2)
+			search.txp[h] = float32(px[h][16] * p2)
+			search.txm[h] = float32(px[h][16] * m2)
+			search.twp[h] = float32(float32(pw[h][16]*p2) * p2)
+			search.twm[h] = float32(float32(pw[h][16]*m2) * m2)
 		}
-		besti1, besti2, bestK, scale := iq1mSplitSearch(&px, &pw, &txp, &txm, &twp, &twm, max)
+		search.run(max)
+		besti1, besti2, bestK, scale := search.besti1, search.besti2, search.bestK, search.scale
 		if besti1 < 0 || besti2 < 0 || bestK < 0 {
 			scales[ib], shifts[ib] = 0, 0
 			continue
@@ -443,62 +441,113 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 	}
 }
 
-// iq1mSplitSearch is the split search of quantize_row_iq1_m_impl for one
-// group of 16: every pair of boundaries i1 ≤ i2 and every combination k of
-// the halves' shifts, in ggml's order (i1, i2, k), the first best score
-// winning. Per half h, Σqx = T·v2 − (px[i1] + px[i2]) and Σq² = W·v2² +
-// pw[i1]·c1 + pw[i2]·c2, as ggml computes them; tx and tw are T·v2 and
-// W·v2² for the shifts + (p) and − (m). It returns the boundaries and the
-// combination (−1 when no candidate has Σq² > 0 and a positive score) and
-// the scale, init when none is found.
-func iq1mSplitSearch(px, pw *[2][17]float32, txp, txm, twp, twm *[2]float32, init float32) (besti1, besti2, bestK int, scale float32) {
-	// ggml's cp1 = x_p[0]²−x_p[1]², cp2 = x_p[1]²−x_p[2]², and cm1, cm2
-	// the same for x_m (all exact).
+// iq1mSearch is the split search of quantize_row_iq1_m_impl for one group
+// of 16: every pair of boundaries i1 ≤ i2 and every combination k of the
+// halves' shifts — 0 (+,+), 1 (+,−), 2 (−,+), 3 (−,−) — in ggml's order
+// (i1, i2, k), the first best score winning. Per half h, Σqx = T·v2 −
+// (px[i1] + px[i2]) and Σq² = W·v2² + pw[i1]·c1 + pw[i2]·c2, as ggml
+// computes them, with the products that depend on i1 only taken out of the
+// loop over i2.
+type iq1mSearch struct {
+	// tab holds the prefix sums px[0], px[1], pw[0], pw[1] of the sorted
+	// values per half for i = 0..16, zero after (the kernel reads eight
+	// lanes from any i2 ≤ 16).
+	tab [4][24]float32
+	// txp, txm, twp, twm are T·v2 and W·v2² per half for the shifts + and −.
+	txp, txm, twp, twm [2]float32
+	// c holds the constants of one i1 for the loop over i2 (iq1mC*).
+	c [16]float32
+
+	besti1, besti2, bestK int     // −1 when no candidate has Σq² > 0 and a positive score
+	scale                 float32 // the best candidate's, or the initial one
+}
+
+// The entries of iq1mSearch.c.
+const (
+	iq1mCX0, iq1mCX1     = 0, 1   // px[h][i1]
+	iq1mCTXP0, iq1mCTXP1 = 2, 3   // txp[h]
+	iq1mCTXM0, iq1mCTXM1 = 4, 5   // txm[h]
+	iq1mCA1P0, iq1mCA1P1 = 6, 7   // twp[h] + pw[h][i1]·cp1
+	iq1mCA1M0, iq1mCA1M1 = 8, 9   // twm[h] + pw[h][i1]·cm1
+	iq1mCCP2, iq1mCCM2   = 10, 11 // cp2, cm2
+	iq1mCBest            = 12     // the best score so far
+)
+
+// start resets the best candidate, with init as the scale when none is
+// found.
+func (s *iq1mSearch) start(init float32) {
+	s.besti1, s.besti2, s.bestK, s.scale = -1, -1, -1, init
+	s.c[iq1mCBest] = -float32(math.MaxFloat32)
+}
+
+// setI1 fills c for the boundary i1. ggml's cp1 = x_p[0]²−x_p[1]², cp2 =
+// x_p[1]²−x_p[2]², and cm1, cm2 the same for x_m (all exact).
+func (s *iq1mSearch) setI1(i1 int) {
 	cp1 := float32(iq1XP[0]*iq1XP[0]) - float32(iq1XP[1]*iq1XP[1])
 	cp2 := float32(iq1XP[1]*iq1XP[1]) - float32(iq1XP[2]*iq1XP[2])
 	cm1 := float32(iq1XM[0]*iq1XM[0]) - float32(iq1XM[1]*iq1XM[1])
 	cm2 := float32(iq1XM[1]*iq1XM[1]) - float32(iq1XM[2]*iq1XM[2])
-	px0, px1, pw0, pw1 := &px[0], &px[1], &pw[0], &pw[1]
-	txp0, txp1, txm0, txm1 := txp[0], txp[1], txm[0], txm[1]
-	bestScore := -float32(math.MaxFloat32)
-	besti1, besti2, bestK, scale = -1, -1, -1, init
-	for i1 := 0; i1 <= 16; i1++ {
-		a1p0 := twp[0] + float32(pw0[i1]*cp1)
-		a1p1 := twp[1] + float32(pw1[i1]*cp1)
-		a1m0 := twm[0] + float32(pw0[i1]*cm1)
-		a1m1 := twm[1] + float32(pw1[i1]*cm1)
-		x10, x11 := px0[i1], px1[i1]
-		for i2 := i1; i2 <= 16; i2++ {
-			sx0, sx1 := x10+px0[i2], x11+px1[i2]
-			qxp0, qxp1 := txp0-sx0, txp1-sx1
-			qxm0, qxm1 := txm0-sx0, txm1-sx1
-			w0, w1 := pw0[i2], pw1[i2]
-			q2p0, q2p1 := a1p0+float32(w0*cp2), a1p1+float32(w1*cp2)
-			q2m0, q2m1 := a1m0+float32(w0*cm2), a1m1+float32(w1*cm2)
-			// The four combinations k, unrolled: (+,+), (+,−), (−,+), (−,−).
-			if sqx, sq2 := qxp0+qxp1, q2p0+q2p1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
-				scale = sqx / sq2
-				bestScore = scale * sqx
-				besti1, besti2, bestK = i1, i2, 0
-			}
-			if sqx, sq2 := qxp0+qxm1, q2p0+q2m1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
-				scale = sqx / sq2
-				bestScore = scale * sqx
-				besti1, besti2, bestK = i1, i2, 1
-			}
-			if sqx, sq2 := qxm0+qxp1, q2m0+q2p1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
-				scale = sqx / sq2
-				bestScore = scale * sqx
-				besti1, besti2, bestK = i1, i2, 2
-			}
-			if sqx, sq2 := qxm0+qxm1, q2m0+q2m1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
-				scale = sqx / sq2
-				bestScore = scale * sqx
-				besti1, besti2, bestK = i1, i2, 3
-			}
+	c := &s.c
+	c[iq1mCX0], c[iq1mCX1] = s.tab[0][i1], s.tab[1][i1]
+	c[iq1mCTXP0], c[iq1mCTXP1] = s.txp[0], s.txp[1]
+	c[iq1mCTXM0], c[iq1mCTXM1] = s.txm[0], s.txm[1]
+	c[iq1mCA1P0] = s.twp[0] + float32(s.tab[2][i1]*cp1)
+	c[iq1mCA1P1] = s.twp[1] + float32(s.tab[3][i1]*cp1)
+	c[iq1mCA1M0] = s.twm[0] + float32(s.tab[2][i1]*cm1)
+	c[iq1mCA1M1] = s.twm[1] + float32(s.tab[3][i1]*cm1)
+	c[iq1mCCP2], c[iq1mCCM2] = cp2, cm2
+}
+
+// scan tries the boundaries i2 = from..to (inclusive) after setI1(i1), in
+// ggml's order.
+func (s *iq1mSearch) scan(i1, from, to int) {
+	c := &s.c
+	px0, px1, pw0, pw1 := &s.tab[0], &s.tab[1], &s.tab[2], &s.tab[3]
+	x10, x11 := c[iq1mCX0], c[iq1mCX1]
+	txp0, txp1, txm0, txm1 := c[iq1mCTXP0], c[iq1mCTXP1], c[iq1mCTXM0], c[iq1mCTXM1]
+	a1p0, a1p1, a1m0, a1m1 := c[iq1mCA1P0], c[iq1mCA1P1], c[iq1mCA1M0], c[iq1mCA1M1]
+	cp2, cm2 := c[iq1mCCP2], c[iq1mCCM2]
+	bestScore := c[iq1mCBest]
+	for i2 := from; i2 <= to; i2++ {
+		sx0, sx1 := x10+px0[i2], x11+px1[i2]
+		qxp0, qxp1 := txp0-sx0, txp1-sx1
+		qxm0, qxm1 := txm0-sx0, txm1-sx1
+		w0, w1 := pw0[i2], pw1[i2]
+		q2p0, q2p1 := a1p0+float32(w0*cp2), a1p1+float32(w1*cp2)
+		q2m0, q2m1 := a1m0+float32(w0*cm2), a1m1+float32(w1*cm2)
+		// The four combinations k, unrolled.
+		if sqx, sq2 := qxp0+qxp1, q2p0+q2p1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+			s.scale = sqx / sq2
+			bestScore = s.scale * sqx
+			s.besti1, s.besti2, s.bestK = i1, i2, 0
+		}
+		if sqx, sq2 := qxp0+qxm1, q2p0+q2m1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+			s.scale = sqx / sq2
+			bestScore = s.scale * sqx
+			s.besti1, s.besti2, s.bestK = i1, i2, 1
+		}
+		if sqx, sq2 := qxm0+qxp1, q2m0+q2p1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+			s.scale = sqx / sq2
+			bestScore = s.scale * sqx
+			s.besti1, s.besti2, s.bestK = i1, i2, 2
+		}
+		if sqx, sq2 := qxm0+qxm1, q2m0+q2m1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+			s.scale = sqx / sq2
+			bestScore = s.scale * sqx
+			s.besti1, s.besti2, s.bestK = i1, i2, 3
 		}
 	}
-	return besti1, besti2, bestK, scale
+	c[iq1mCBest] = bestScore
+}
+
+// runGeneric is the whole search in Go, with init as the scale when no
+// candidate is found.
+func (s *iq1mSearch) runGeneric(init float32) {
+	s.start(init)
+	for i1 := 0; i1 <= 16; i1++ {
+		s.setI1(i1)
+		s.scan(i1, i1, 16)
+	}
 }
 
 // decodeIQ1SRow is dequantize_row_iq1_s.

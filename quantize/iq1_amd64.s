@@ -1,0 +1,91 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func iq1mPassAVX2(c *[16]float32, tab *float32) int
+// Lanes: i2 .. i2+7. Rows of tab are 24 floats (96 bytes) apart: px[0],
+// px[1], pw[0], pw[1]. c: see the iq1mC* constants (iq1_amd64.go).
+TEXT ·iq1mPassAVX2(SB), NOSPLIT, $0-24
+	MOVQ c+0(FP), AX
+	MOVQ tab+8(FP), SI
+	VMOVUPS 0(SI), Y0   // px0[i2]
+	VMOVUPS 96(SI), Y1  // px1[i2]
+	VMOVUPS 192(SI), Y2 // pw0[i2]
+	VMOVUPS 288(SI), Y3 // pw1[i2]
+
+	VBROADCASTSS 0(AX), Y4
+	VADDPS Y0, Y4, Y0 // sx0 = px0[i1] + px0[i2]
+	VBROADCASTSS 4(AX), Y4
+	VADDPS Y1, Y4, Y1 // sx1
+	VBROADCASTSS 8(AX), Y4
+	VSUBPS Y0, Y4, Y5 // qxp0 = txp0 - sx0
+	VBROADCASTSS 12(AX), Y4
+	VSUBPS Y1, Y4, Y6 // qxp1
+	VBROADCASTSS 16(AX), Y4
+	VSUBPS Y0, Y4, Y7 // qxm0
+	VBROADCASTSS 20(AX), Y4
+	VSUBPS Y1, Y4, Y8 // qxm1
+
+	VBROADCASTSS 40(AX), Y9  // cp2
+	VBROADCASTSS 44(AX), Y10 // cm2
+	VMULPS Y9, Y2, Y11
+	VBROADCASTSS 24(AX), Y4
+	VADDPS Y11, Y4, Y11 // q2p0 = a1p0 + pw0[i2]*cp2
+	VMULPS Y9, Y3, Y12
+	VBROADCASTSS 28(AX), Y4
+	VADDPS Y12, Y4, Y12 // q2p1
+	VMULPS Y10, Y2, Y13
+	VBROADCASTSS 32(AX), Y4
+	VADDPS Y13, Y4, Y13 // q2m0 = a1m0 + pw0[i2]*cm2
+	VMULPS Y10, Y3, Y14
+	VBROADCASTSS 36(AX), Y4
+	VADDPS Y14, Y4, Y14 // q2m1
+
+	VBROADCASTSS 48(AX), Y15 // best
+	VXORPS Y9, Y9, Y9        // 0
+	VXORPS Y3, Y3, Y3        // lanes that pass
+
+	// k = 0 (+,+)
+	VADDPS Y6, Y5, Y0         // sqx
+	VADDPS Y12, Y11, Y1       // sq2
+	VMULPS Y0, Y0, Y0         // sqx*sqx
+	VMULPS Y1, Y15, Y2        // best*sq2
+	VCMPPS $0x11, Y0, Y2, Y2  // best*sq2 < sqx*sqx (ordered)
+	VCMPPS $0x11, Y1, Y9, Y1  // 0 < sq2
+	VANDPS Y1, Y2, Y2
+	VORPS  Y2, Y3, Y3
+
+	// k = 1 (+,-)
+	VADDPS Y8, Y5, Y0
+	VADDPS Y14, Y11, Y1
+	VMULPS Y0, Y0, Y0
+	VMULPS Y1, Y15, Y2
+	VCMPPS $0x11, Y0, Y2, Y2
+	VCMPPS $0x11, Y1, Y9, Y1
+	VANDPS Y1, Y2, Y2
+	VORPS  Y2, Y3, Y3
+
+	// k = 2 (-,+)
+	VADDPS Y6, Y7, Y0
+	VADDPS Y12, Y13, Y1
+	VMULPS Y0, Y0, Y0
+	VMULPS Y1, Y15, Y2
+	VCMPPS $0x11, Y0, Y2, Y2
+	VCMPPS $0x11, Y1, Y9, Y1
+	VANDPS Y1, Y2, Y2
+	VORPS  Y2, Y3, Y3
+
+	// k = 3 (-,-)
+	VADDPS Y8, Y7, Y0
+	VADDPS Y14, Y13, Y1
+	VMULPS Y0, Y0, Y0
+	VMULPS Y1, Y15, Y2
+	VCMPPS $0x11, Y0, Y2, Y2
+	VCMPPS $0x11, Y1, Y9, Y1
+	VANDPS Y1, Y2, Y2
+	VORPS  Y2, Y3, Y3
+
+	VMOVMSKPS Y3, AX
+	MOVQ AX, ret+16(FP)
+	VZEROUPPER
+	RET
