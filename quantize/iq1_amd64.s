@@ -2,12 +2,13 @@
 
 #include "textflag.h"
 
-// func iq1mPassAVX2(c *[16]float32, tab *float32) int
+// func iq1mPassAVX2(c *[16]float32, tab *float32, out *[64]float32) int
 // Lanes: i2 .. i2+7. Rows of tab are 24 floats (96 bytes) apart: px[0],
 // px[1], pw[0], pw[1]. c: see the iq1mC* constants (iq1_amd64.go).
-TEXT ·iq1mPassAVX2(SB), NOSPLIT, $0-24
+TEXT ·iq1mPassAVX2(SB), NOSPLIT, $0-32
 	MOVQ c+0(FP), AX
 	MOVQ tab+8(FP), SI
+	MOVQ out+16(FP), DI
 	VMOVUPS 0(SI), Y0   // px0[i2]
 	VMOVUPS 96(SI), Y1  // px1[i2]
 	VMOVUPS 192(SI), Y2 // pw0[i2]
@@ -45,9 +46,11 @@ TEXT ·iq1mPassAVX2(SB), NOSPLIT, $0-24
 	VXORPS Y9, Y9, Y9        // 0
 	VXORPS Y3, Y3, Y3        // lanes that pass
 
-	// k = 0 (+,+)
+	// k = 0 (+,+): Σqx and Σq² stored at out[16k:16k+16]
 	VADDPS Y6, Y5, Y0         // sqx
 	VADDPS Y12, Y11, Y1       // sq2
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
 	VMULPS Y0, Y0, Y0         // sqx*sqx
 	VMULPS Y1, Y15, Y2        // best*sq2
 	VCMPPS $0x11, Y0, Y2, Y2  // best*sq2 < sqx*sqx (ordered)
@@ -55,9 +58,11 @@ TEXT ·iq1mPassAVX2(SB), NOSPLIT, $0-24
 	VANDPS Y1, Y2, Y2
 	VORPS  Y2, Y3, Y3
 
-	// k = 1 (+,-)
+	// k = 1 (+,-): Σqx and Σq² stored at out[16k:16k+16]
 	VADDPS Y8, Y5, Y0
 	VADDPS Y14, Y11, Y1
+	VMOVUPS Y0, 64(DI)
+	VMOVUPS Y1, 96(DI)
 	VMULPS Y0, Y0, Y0
 	VMULPS Y1, Y15, Y2
 	VCMPPS $0x11, Y0, Y2, Y2
@@ -65,9 +70,11 @@ TEXT ·iq1mPassAVX2(SB), NOSPLIT, $0-24
 	VANDPS Y1, Y2, Y2
 	VORPS  Y2, Y3, Y3
 
-	// k = 2 (-,+)
+	// k = 2 (-,+): Σqx and Σq² stored at out[16k:16k+16]
 	VADDPS Y6, Y7, Y0
 	VADDPS Y12, Y13, Y1
+	VMOVUPS Y0, 128(DI)
+	VMOVUPS Y1, 160(DI)
 	VMULPS Y0, Y0, Y0
 	VMULPS Y1, Y15, Y2
 	VCMPPS $0x11, Y0, Y2, Y2
@@ -75,9 +82,11 @@ TEXT ·iq1mPassAVX2(SB), NOSPLIT, $0-24
 	VANDPS Y1, Y2, Y2
 	VORPS  Y2, Y3, Y3
 
-	// k = 3 (-,-)
+	// k = 3 (-,-): Σqx and Σq² stored at out[16k:16k+16]
 	VADDPS Y8, Y7, Y0
 	VADDPS Y14, Y13, Y1
+	VMOVUPS Y0, 192(DI)
+	VMOVUPS Y1, 224(DI)
 	VMULPS Y0, Y0, Y0
 	VMULPS Y1, Y15, Y2
 	VCMPPS $0x11, Y0, Y2, Y2
@@ -86,6 +95,6 @@ TEXT ·iq1mPassAVX2(SB), NOSPLIT, $0-24
 	VORPS  Y2, Y3, Y3
 
 	VMOVMSKPS Y3, AX
-	MOVQ AX, ret+16(FP)
+	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET
