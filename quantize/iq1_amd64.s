@@ -98,3 +98,78 @@ TEXT ·iq1mPassAVX2(SB), NOSPLIT, $0-32
 	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func iq1sPassAVX2(c *[16]float32, tab *float32, out *[32]float32) int
+// Lanes: i2 .. i2+7. Rows of tab are 48 floats (192 bytes) apart: sumx,
+// sumw. c: see the iq1sC* constants (iquants_iq1.go).
+TEXT ·iq1sPassAVX2(SB), NOSPLIT, $0-32
+	MOVQ c+0(FP), AX
+	MOVQ tab+8(FP), SI
+	MOVQ out+16(FP), DI
+	VMOVUPS 0(SI), Y0   // sumx[i2]
+	VMOVUPS 192(SI), Y1 // sumw[i2]
+	VBROADCASTSS 0(AX), Y2
+	VSUBPS Y2, Y0, Y2 // sx2 = sumx[i2] - sumx[i1]
+	VBROADCASTSS 4(AX), Y3
+	VSUBPS Y3, Y1, Y3 // sw2
+	VBROADCASTSS 8(AX), Y4
+	VSUBPS Y0, Y4, Y4 // sx3 = sumx[32] - sumx[i2]
+	VBROADCASTSS 12(AX), Y5
+	VSUBPS Y1, Y5, Y5 // sw3
+
+	VBROADCASTSS 32(AX), Y15 // best
+	VXORPS Y14, Y14, Y14     // 0
+	VXORPS Y13, Y13, Y13     // lanes that pass
+
+	// shift +1: v1 = x_p[1], v2 = x_p[2]
+	VBROADCASTSS 36(AX), Y6
+	VBROADCASTSS 40(AX), Y7
+	VMULPS Y6, Y2, Y8
+	VBROADCASTSS 16(AX), Y9
+	VADDPS Y8, Y9, Y8 // px0 + sx2*v1
+	VMULPS Y7, Y4, Y9
+	VADDPS Y9, Y8, Y8 // Σqx
+	VMULPS Y6, Y3, Y9
+	VMULPS Y6, Y9, Y9
+	VBROADCASTSS 24(AX), Y10
+	VADDPS Y9, Y10, Y9 // pw0 + sw2*v1*v1
+	VMULPS Y7, Y5, Y10
+	VMULPS Y7, Y10, Y10
+	VADDPS Y10, Y9, Y9 // Σq²
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	VMULPS Y8, Y8, Y10
+	VMULPS Y9, Y15, Y11
+	VCMPPS $0x11, Y10, Y11, Y11 // best*Σq² < Σqx*Σqx (ordered)
+	VCMPPS $0x11, Y9, Y14, Y12  // 0 < Σq²
+	VANDPS Y12, Y11, Y11
+	VORPS  Y11, Y13, Y13
+
+	// shift -1: v1 = x_m[1], v2 = x_m[2]
+	VBROADCASTSS 44(AX), Y6
+	VBROADCASTSS 48(AX), Y7
+	VMULPS Y6, Y2, Y8
+	VBROADCASTSS 20(AX), Y9
+	VADDPS Y8, Y9, Y8
+	VMULPS Y7, Y4, Y9
+	VADDPS Y9, Y8, Y8
+	VMULPS Y6, Y3, Y9
+	VMULPS Y6, Y9, Y9
+	VBROADCASTSS 28(AX), Y10
+	VADDPS Y9, Y10, Y9
+	VMULPS Y7, Y5, Y10
+	VMULPS Y7, Y10, Y10
+	VADDPS Y10, Y9, Y9
+	VMOVUPS Y8, 64(DI)
+	VMOVUPS Y9, 96(DI)
+	VMULPS Y8, Y8, Y10
+	VMULPS Y9, Y15, Y11
+	VCMPPS $0x11, Y10, Y11, Y11
+	VCMPPS $0x11, Y9, Y14, Y12
+	VANDPS Y12, Y11, Y11
+	VORPS  Y11, Y13, Y13
+
+	VMOVMSKPS Y13, AX
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -148,15 +148,15 @@ func encodeIQ1SBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 	clear(y)
 	qs := y[2:34]
 	var (
-		scales     [8]float32
-		shifts     [8]int8
-		qh         [8]uint16
-		weight     [32]float32
-		sumx, sumw [33]float32
-		idx        [32]uint8
-		L          [32]uint8
-		index      [4]int
-		maxScale   float32
+		scales   [8]float32
+		shifts   [8]int8
+		qh       [8]uint16
+		weight   [32]float32
+		search   iq1sSearch
+		idx      [32]uint8
+		L        [32]uint8
+		index    [4]int
+		maxScale float32
 	)
 	sigma2 := iq2Sigma2(xbl, 2)
 	for ib := range 8 {
@@ -174,40 +174,13 @@ func encodeIQ1SBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			continue
 		}
 		iq1SortOrder(idx[:], xb)
+		sumx, sumw := &search.tab[0], &search.tab[1]
 		for j, i := range idx {
 			sumx[j+1] = sumx[j] + float32(weight[i]*xb[i])
 			sumw[j+1] = sumw[j] + weight[i]
 		}
-		// ggml's sums, (S[i1]−S[0])·v0 + (S[i2]−S[i1])·v1 + (S[n]−S[i2])·v2
-		// for S = sumx and, with v², sumw, are rebuilt from the same
-		// rounded products, with the products that do not depend on i2
-		// taken out of the inner loop.
-		bestScore, scale := -float32(math.MaxFloat32), max
-		besti1, besti2, bestShift := -1, -1, 0
-		for i1 := 0; i1 <= 32; i1++ {
-			sx1, sw1 := sumx[i1]-sumx[0], sumw[i1]-sumw[0]
-			px0, mx0 := float32(sx1*iq1XP[0]), float32(sx1*iq1XM[0])
-			pw0 := float32(float32(sw1*iq1XP[0]) * iq1XP[0])
-			mw0 := float32(float32(sw1*iq1XM[0]) * iq1XM[0])
-			for i2 := i1; i2 <= 32; i2++ {
-				sx2, sw2 := sumx[i2]-sumx[i1], sumw[i2]-sumw[i1]
-				sx3, sw3 := sumx[32]-sumx[i2], sumw[32]-sumw[i2]
-				sumqx := px0 + float32(sx2*iq1XP[1]) + float32(sx3*iq1XP[2])
-				sumq2 := pw0 + float32(float32(sw2*iq1XP[1])*iq1XP[1]) + float32(float32(sw3*iq1XP[2])*iq1XP[2])
-				if sumq2 > 0 && sumqx*sumqx > bestScore*sumq2 {
-					scale = sumqx / sumq2
-					bestScore = scale * sumqx
-					besti1, besti2, bestShift = i1, i2, 1
-				}
-				sumqx = mx0 + float32(sx2*iq1XM[1]) + float32(sx3*iq1XM[2])
-				sumq2 = mw0 + float32(float32(sw2*iq1XM[1])*iq1XM[1]) + float32(float32(sw3*iq1XM[2])*iq1XM[2])
-				if sumq2 > 0 && sumqx*sumqx > bestScore*sumq2 {
-					scale = sumqx / sumq2
-					bestScore = scale * sumqx
-					besti1, besti2, bestShift = i1, i2, -1
-				}
-			}
-		}
+		search.run(max)
+		besti1, besti2, bestShift, scale := search.besti1, search.besti2, search.bestShift, search.scale
 		if besti1 < 0 || besti2 < 0 || bestShift == 0 {
 			scales[ib], shifts[ib] = 0, 1
 			continue
@@ -263,6 +236,74 @@ func encodeIQ1SBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 	}
 	for ib, h := range qh {
 		binary.LittleEndian.PutUint16(y[34+2*ib:], h)
+	}
+}
+
+// iq1sSearch is the split search of quantize_row_iq1_s_impl for one group
+// of 32: every pair of boundaries i1 ≤ i2 and both shifts (+1, then −1),
+// in ggml's order, the first best score winning. ggml's sums,
+// (S[i1]−S[0])·v0 + (S[i2]−S[i1])·v1 + (S[32]−S[i2])·v2 for S = sumx and,
+// with v², sumw, are rebuilt from the same rounded products, with the
+// products that do not depend on i2 taken out of the loop over i2.
+type iq1sSearch struct {
+	// tab holds the prefix sums sumx and sumw of the sorted values for
+	// i = 0..32, zero after (the kernel reads eight lanes from any i2 ≤ 32).
+	tab [2][48]float32
+	// c holds the constants of one i1 for the loop over i2 (iq1sC*).
+	c [16]float32
+
+	besti1, besti2, bestShift int     // −1, −1, 0 when no candidate has Σq² > 0 and a positive score
+	scale                     float32 // the best candidate's, or the initial one
+}
+
+// The entries of iq1sSearch.c.
+const (
+	iq1sCX1, iq1sCW1   = 0, 1 // sumx[i1], sumw[i1]
+	iq1sCX32, iq1sCW32 = 2, 3 // sumx[32], sumw[32]
+	iq1sCPX0, iq1sCMX0 = 4, 5 // (sumx[i1]−sumx[0])·v0 for x_p and x_m
+	iq1sCPW0, iq1sCMW0 = 6, 7 // (sumw[i1]−sumw[0])·v0·v0 for x_p and x_m
+	iq1sCBest          = 8    // the best score so far
+	iq1sCV             = 9    // x_p[1], x_p[2], x_m[1], x_m[2] (for the kernel)
+)
+
+// setI1 starts the boundary i1.
+func (s *iq1sSearch) setI1(i1 int) {
+	c, sumx, sumw := &s.c, &s.tab[0], &s.tab[1]
+	sx1, sw1 := sumx[i1]-sumx[0], sumw[i1]-sumw[0]
+	c[iq1sCX1], c[iq1sCW1] = sumx[i1], sumw[i1]
+	c[iq1sCX32], c[iq1sCW32] = sumx[32], sumw[32]
+	c[iq1sCPX0], c[iq1sCMX0] = float32(sx1*iq1XP[0]), float32(sx1*iq1XM[0])
+	c[iq1sCPW0] = float32(float32(sw1*iq1XP[0]) * iq1XP[0])
+	c[iq1sCMW0] = float32(float32(sw1*iq1XM[0]) * iq1XM[0])
+}
+
+// runGeneric is the whole search in Go, with init as the scale when no
+// candidate is found.
+func (s *iq1sSearch) runGeneric(init float32) {
+	s.besti1, s.besti2, s.bestShift, s.scale = -1, -1, 0, init
+	bestScore := -float32(math.MaxFloat32)
+	sumx, sumw := &s.tab[0], &s.tab[1]
+	for i1 := 0; i1 <= 32; i1++ {
+		s.setI1(i1)
+		px0, mx0, pw0, mw0 := s.c[iq1sCPX0], s.c[iq1sCMX0], s.c[iq1sCPW0], s.c[iq1sCMW0]
+		for i2 := i1; i2 <= 32; i2++ {
+			sx2, sw2 := sumx[i2]-sumx[i1], sumw[i2]-sumw[i1]
+			sx3, sw3 := sumx[32]-sumx[i2], sumw[32]-sumw[i2]
+			sumqx := px0 + float32(sx2*iq1XP[1]) + float32(sx3*iq1XP[2])
+			sumq2 := pw0 + float32(float32(sw2*iq1XP[1])*iq1XP[1]) + float32(float32(sw3*iq1XP[2])*iq1XP[2])
+			if sumq2 > 0 && sumqx*sumqx > bestScore*sumq2 {
+				s.scale = sumqx / sumq2
+				bestScore = s.scale * sumqx
+				s.besti1, s.besti2, s.bestShift = i1, i2, 1
+			}
+			sumqx = mx0 + float32(sx2*iq1XM[1]) + float32(sx3*iq1XM[2])
+			sumq2 = mw0 + float32(float32(sw2*iq1XM[1])*iq1XM[1]) + float32(float32(sw3*iq1XM[2])*iq1XM[2])
+			if sumq2 > 0 && sumqx*sumqx > bestScore*sumq2 {
+				s.scale = sumqx / sumq2
+				bestScore = s.scale * sumqx
+				s.besti1, s.besti2, s.bestShift = i1, i2, -1
+			}
+		}
 	}
 }
 
