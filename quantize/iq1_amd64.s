@@ -2,6 +2,17 @@
 
 #include "textflag.h"
 
+// PASS ors into the lanes of acc those where 0 < q2 and best*q2 < qx*qx
+// (ordered compares: NaN fails, as ggml's C comparisons do); t1 and t2 are
+// scratch, q2 is overwritten (and qx when it is t1).
+#define PASS(qx, q2, t1, t2, zero, best, acc) \
+	VMULPS qx, qx, t1;           \
+	VMULPS q2, best, t2;         \
+	VCMPPS $0x11, t1, t2, t2;    \
+	VCMPPS $0x11, q2, zero, q2;  \
+	VANDPS q2, t2, t2;           \
+	VORPS  t2, acc, acc
+
 // func iq1mPassAVX2(c *[16]float32, tab *float32, out *[64]float32) int
 // Lanes: i2 .. i2+7. Rows of tab are 24 floats (96 bytes) apart: px[0],
 // px[1], pw[0], pw[1]. c: see the iq1mC* constants (iq1_amd64.go).
@@ -51,48 +62,28 @@ TEXT ·iq1mPassAVX2(SB), NOSPLIT, $0-32
 	VADDPS Y12, Y11, Y1       // sq2
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMULPS Y0, Y0, Y0         // sqx*sqx
-	VMULPS Y1, Y15, Y2        // best*sq2
-	VCMPPS $0x11, Y0, Y2, Y2  // best*sq2 < sqx*sqx (ordered)
-	VCMPPS $0x11, Y1, Y9, Y1  // 0 < sq2
-	VANDPS Y1, Y2, Y2
-	VORPS  Y2, Y3, Y3
+	PASS(Y0, Y1, Y0, Y2, Y9, Y15, Y3)
 
 	// k = 1 (+,-): Σqx and Σq² stored at out[16k:16k+16]
 	VADDPS Y8, Y5, Y0
 	VADDPS Y14, Y11, Y1
 	VMOVUPS Y0, 64(DI)
 	VMOVUPS Y1, 96(DI)
-	VMULPS Y0, Y0, Y0
-	VMULPS Y1, Y15, Y2
-	VCMPPS $0x11, Y0, Y2, Y2
-	VCMPPS $0x11, Y1, Y9, Y1
-	VANDPS Y1, Y2, Y2
-	VORPS  Y2, Y3, Y3
+	PASS(Y0, Y1, Y0, Y2, Y9, Y15, Y3)
 
 	// k = 2 (-,+): Σqx and Σq² stored at out[16k:16k+16]
 	VADDPS Y6, Y7, Y0
 	VADDPS Y12, Y13, Y1
 	VMOVUPS Y0, 128(DI)
 	VMOVUPS Y1, 160(DI)
-	VMULPS Y0, Y0, Y0
-	VMULPS Y1, Y15, Y2
-	VCMPPS $0x11, Y0, Y2, Y2
-	VCMPPS $0x11, Y1, Y9, Y1
-	VANDPS Y1, Y2, Y2
-	VORPS  Y2, Y3, Y3
+	PASS(Y0, Y1, Y0, Y2, Y9, Y15, Y3)
 
 	// k = 3 (-,-): Σqx and Σq² stored at out[16k:16k+16]
 	VADDPS Y8, Y7, Y0
 	VADDPS Y14, Y13, Y1
 	VMOVUPS Y0, 192(DI)
 	VMOVUPS Y1, 224(DI)
-	VMULPS Y0, Y0, Y0
-	VMULPS Y1, Y15, Y2
-	VCMPPS $0x11, Y0, Y2, Y2
-	VCMPPS $0x11, Y1, Y9, Y1
-	VANDPS Y1, Y2, Y2
-	VORPS  Y2, Y3, Y3
+	PASS(Y0, Y1, Y0, Y2, Y9, Y15, Y3)
 
 	VMOVMSKPS Y3, AX
 	MOVQ AX, ret+24(FP)
@@ -138,12 +129,7 @@ TEXT ·iq1sPassAVX2(SB), NOSPLIT, $0-32
 	VADDPS Y10, Y9, Y9 // Σq²
 	VMOVUPS Y8, 0(DI)
 	VMOVUPS Y9, 32(DI)
-	VMULPS Y8, Y8, Y10
-	VMULPS Y9, Y15, Y11
-	VCMPPS $0x11, Y10, Y11, Y11 // best*Σq² < Σqx*Σqx (ordered)
-	VCMPPS $0x11, Y9, Y14, Y12  // 0 < Σq²
-	VANDPS Y12, Y11, Y11
-	VORPS  Y11, Y13, Y13
+	PASS(Y8, Y9, Y10, Y11, Y14, Y15, Y13)
 
 	// shift -1: v1 = x_m[1], v2 = x_m[2]
 	VBROADCASTSS 44(AX), Y6
@@ -162,12 +148,7 @@ TEXT ·iq1sPassAVX2(SB), NOSPLIT, $0-32
 	VADDPS Y10, Y9, Y9
 	VMOVUPS Y8, 64(DI)
 	VMOVUPS Y9, 96(DI)
-	VMULPS Y8, Y8, Y10
-	VMULPS Y9, Y15, Y11
-	VCMPPS $0x11, Y10, Y11, Y11
-	VCMPPS $0x11, Y9, Y14, Y12
-	VANDPS Y12, Y11, Y11
-	VORPS  Y11, Y13, Y13
+	PASS(Y8, Y9, Y10, Y11, Y14, Y15, Y13)
 
 	VMOVMSKPS Y13, AX
 	MOVQ AX, ret+24(FP)
