@@ -377,7 +377,7 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 	var (
 		scales   [16]float32
 		shifts   [16]int8
-		weight   [16]float32
+		weights  [16][16]float32 // per group, kept for the refit of d
 		idx      [16]uint8
 		L        [16]uint8
 		index    [2]int
@@ -392,7 +392,8 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 		if qw != nil {
 			qwb = qw[16*ib : 16*ib+16]
 		}
-		iq1mWeights(&weight, xb, qwb, sigma2)
+		weight := &weights[ib]
+		iq1mWeights(weight, xb, qwb, sigma2)
 		max := abs32(xb[0])
 		for _, x := range xb[1:] {
 			max = iq2FMax(max, abs32(x))
@@ -469,12 +470,7 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 		l := max(0, min(7, nearestInt(float32(0.5*float32(float32(id*scales[ib])-1)))))
 		sc[ib/4] |= uint16(l) << (3 * (ib % 4))
 		qh[ib] |= iq1mMasks[shifts[ib]]
-		xb := xbl[16*ib : 16*ib+16]
-		var qwb []float32
-		if qw != nil {
-			qwb = qw[16*ib : 16*ib+16]
-		}
-		iq1mWeights(&weight, xb, qwb, sigma2)
+		xb, weight := xbl[16*ib:16*ib+16], &weights[ib]
 		xx0, xx1 := iq1mShifts(int(shifts[ib]))
 		for k, xx := range [2]*[3]float32{xx0, xx1} {
 			gi := int(qs[2*ib+k]) | int(qh[ib])<<(8-4*k)&0x700
