@@ -79,13 +79,29 @@ func (g *iq2Grid) bestNeighbour2(m int32, xval, w []float32, scale float32, xx *
 	wa := (*[8]float32)(w[:8])
 	best := float32(math.MaxFloat32)
 	gi := int(nb[0])
+	// The three scaled values scale·xx[l], ggml's rounded products; a level
+	// (0..2) indexes them masked to two bits.
+	sv := [4]float32{scale * xx[0], scale * xx[1], scale * xx[2]}
 	for _, j := range nb {
+		// ggml's loop over the eight coordinates, unrolled: the products
+		// are independent, the sum runs in index order.
 		p := &g.levels[j]
-		var d2 float32
-		for i := range 8 {
-			diff := float32(scale*xx[p[i]]) - x[i]
-			d2 += float32(float32(wa[i]*diff) * diff)
-		}
+		e0 := sv[p[0]&3] - x[0]
+		e1 := sv[p[1]&3] - x[1]
+		e2 := sv[p[2]&3] - x[2]
+		e3 := sv[p[3]&3] - x[3]
+		e4 := sv[p[4]&3] - x[4]
+		e5 := sv[p[5]&3] - x[5]
+		e6 := sv[p[6]&3] - x[6]
+		e7 := sv[p[7]&3] - x[7]
+		d2 := float32(float32(wa[0]*e0) * e0)
+		d2 += float32(float32(wa[1]*e1) * e1)
+		d2 += float32(float32(wa[2]*e2) * e2)
+		d2 += float32(float32(wa[3]*e3) * e3)
+		d2 += float32(float32(wa[4]*e4) * e4)
+		d2 += float32(float32(wa[5]*e5) * e5)
+		d2 += float32(float32(wa[6]*e6) * e6)
+		d2 += float32(float32(wa[7]*e7) * e7)
 		if d2 < best {
 			best, gi = d2, int(j)
 		}
@@ -148,15 +164,15 @@ func encodeIQ1SBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 	clear(y)
 	qs := y[2:34]
 	var (
-		scales     [8]float32
-		shifts     [8]int8
-		qh         [8]uint16
-		weight     [32]float32
-		sumx, sumw [33]float32
-		idx        [32]uint8
-		L          [32]uint8
-		index      [4]int
-		maxScale   float32
+		scales   [8]float32
+		shifts   [8]int8
+		qh       [8]uint16
+		weight   [32]float32
+		search   iq1sSearch
+		idx      [32]uint8
+		L        [32]uint8
+		index    [4]int
+		maxScale float32
 	)
 	sigma2 := iq2Sigma2(xbl, 2)
 	for ib := range 8 {
@@ -174,40 +190,13 @@ func encodeIQ1SBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			continue
 		}
 		iq1SortOrder(idx[:], xb)
+		sumx, sumw := &search.tab[0], &search.tab[1]
 		for j, i := range idx {
 			sumx[j+1] = sumx[j] + float32(weight[i]*xb[i])
 			sumw[j+1] = sumw[j] + weight[i]
 		}
-		// ggml's sums, (S[i1]−S[0])·v0 + (S[i2]−S[i1])·v1 + (S[n]−S[i2])·v2
-		// for S = sumx and, with v², sumw, are rebuilt from the same
-		// rounded products, with the products that do not depend on i2
-		// taken out of the inner loop.
-		bestScore, scale := -float32(math.MaxFloat32), max
-		besti1, besti2, bestShift := -1, -1, 0
-		for i1 := 0; i1 <= 32; i1++ {
-			sx1, sw1 := sumx[i1]-sumx[0], sumw[i1]-sumw[0]
-			px0, mx0 := float32(sx1*iq1XP[0]), float32(sx1*iq1XM[0])
-			pw0 := float32(float32(sw1*iq1XP[0]) * iq1XP[0])
-			mw0 := float32(float32(sw1*iq1XM[0]) * iq1XM[0])
-			for i2 := i1; i2 <= 32; i2++ {
-				sx2, sw2 := sumx[i2]-sumx[i1], sumw[i2]-sumw[i1]
-				sx3, sw3 := sumx[32]-sumx[i2], sumw[32]-sumw[i2]
-				sumqx := px0 + float32(sx2*iq1XP[1]) + float32(sx3*iq1XP[2])
-				sumq2 := pw0 + float32(float32(sw2*iq1XP[1])*iq1XP[1]) + float32(float32(sw3*iq1XP[2])*iq1XP[2])
-				if sumq2 > 0 && sumqx*sumqx > bestScore*sumq2 {
-					scale = sumqx / sumq2
-					bestScore = scale * sumqx
-					besti1, besti2, bestShift = i1, i2, 1
-				}
-				sumqx = mx0 + float32(sx2*iq1XM[1]) + float32(sx3*iq1XM[2])
-				sumq2 = mw0 + float32(float32(sw2*iq1XM[1])*iq1XM[1]) + float32(float32(sw3*iq1XM[2])*iq1XM[2])
-				if sumq2 > 0 && sumqx*sumqx > bestScore*sumq2 {
-					scale = sumqx / sumq2
-					bestScore = scale * sumqx
-					besti1, besti2, bestShift = i1, i2, -1
-				}
-			}
-		}
+		search.run(max)
+		besti1, besti2, bestShift, scale := search.besti1, search.besti2, search.bestShift, search.scale
 		if besti1 < 0 || besti2 < 0 || bestShift == 0 {
 			scales[ib], shifts[ib] = 0, 1
 			continue
@@ -266,6 +255,74 @@ func encodeIQ1SBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 	}
 }
 
+// iq1sSearch is the split search of quantize_row_iq1_s_impl for one group
+// of 32: every pair of boundaries i1 ≤ i2 and both shifts (+1, then −1),
+// in ggml's order, the first best score winning. ggml's sums,
+// (S[i1]−S[0])·v0 + (S[i2]−S[i1])·v1 + (S[32]−S[i2])·v2 for S = sumx and,
+// with v², sumw, are rebuilt from the same rounded products, with the
+// products that do not depend on i2 taken out of the loop over i2.
+type iq1sSearch struct {
+	// tab holds the prefix sums sumx and sumw of the sorted values for
+	// i = 0..32, zero after (the kernel reads eight lanes from any i2 ≤ 32).
+	tab [2][48]float32
+	// c holds the constants of one i1 for the loop over i2 (iq1sC*).
+	c [16]float32
+
+	besti1, besti2, bestShift int     // −1, −1, 0 when no candidate has Σq² > 0 and a positive score
+	scale                     float32 // the best candidate's, or the initial one
+}
+
+// The entries of iq1sSearch.c.
+const (
+	iq1sCX1, iq1sCW1   = 0, 1 // sumx[i1], sumw[i1]
+	iq1sCX32, iq1sCW32 = 2, 3 // sumx[32], sumw[32]
+	iq1sCPX0, iq1sCMX0 = 4, 5 // (sumx[i1]−sumx[0])·v0 for x_p and x_m
+	iq1sCPW0, iq1sCMW0 = 6, 7 // (sumw[i1]−sumw[0])·v0·v0 for x_p and x_m
+	iq1sCBest          = 8    // the best score so far
+	iq1sCV             = 9    // x_p[1], x_p[2], x_m[1], x_m[2] (for the kernel)
+)
+
+// setI1 starts the boundary i1.
+func (s *iq1sSearch) setI1(i1 int) {
+	c, sumx, sumw := &s.c, &s.tab[0], &s.tab[1]
+	sx1, sw1 := sumx[i1]-sumx[0], sumw[i1]-sumw[0]
+	c[iq1sCX1], c[iq1sCW1] = sumx[i1], sumw[i1]
+	c[iq1sCX32], c[iq1sCW32] = sumx[32], sumw[32]
+	c[iq1sCPX0], c[iq1sCMX0] = float32(sx1*iq1XP[0]), float32(sx1*iq1XM[0])
+	c[iq1sCPW0] = float32(float32(sw1*iq1XP[0]) * iq1XP[0])
+	c[iq1sCMW0] = float32(float32(sw1*iq1XM[0]) * iq1XM[0])
+}
+
+// runGeneric is the whole search in Go, with init as the scale when no
+// candidate is found.
+func (s *iq1sSearch) runGeneric(init float32) {
+	s.besti1, s.besti2, s.bestShift, s.scale = -1, -1, 0, init
+	bestScore := -float32(math.MaxFloat32)
+	sumx, sumw := &s.tab[0], &s.tab[1]
+	for i1 := 0; i1 <= 32; i1++ {
+		s.setI1(i1)
+		px0, mx0, pw0, mw0 := s.c[iq1sCPX0], s.c[iq1sCMX0], s.c[iq1sCPW0], s.c[iq1sCMW0]
+		for i2 := i1; i2 <= 32; i2++ {
+			sx2, sw2 := sumx[i2]-sumx[i1], sumw[i2]-sumw[i1]
+			sx3, sw3 := sumx[32]-sumx[i2], sumw[32]-sumw[i2]
+			sumqx := px0 + float32(sx2*iq1XP[1]) + float32(sx3*iq1XP[2])
+			sumq2 := pw0 + float32(float32(sw2*iq1XP[1])*iq1XP[1]) + float32(float32(sw3*iq1XP[2])*iq1XP[2])
+			if sumq2 > 0 && sumqx*sumqx > bestScore*sumq2 {
+				s.scale = sumqx / sumq2
+				bestScore = s.scale * sumqx
+				s.besti1, s.besti2, s.bestShift = i1, i2, 1
+			}
+			sumqx = mx0 + float32(sx2*iq1XM[1]) + float32(sx3*iq1XM[2])
+			sumq2 = mw0 + float32(float32(sw2*iq1XM[1])*iq1XM[1]) + float32(float32(sw3*iq1XM[2])*iq1XM[2])
+			if sumq2 > 0 && sumqx*sumqx > bestScore*sumq2 {
+				s.scale = sumqx / sumq2
+				bestScore = s.scale * sumqx
+				s.besti1, s.besti2, s.bestShift = i1, i2, -1
+			}
+		}
+	}
+}
+
 // iq1mMasks are the shift-sign bits of IQ1_M's qh byte for the four
 // combinations of the two halves' shifts (ggml's masks[4]).
 var iq1mMasks = [4]uint8{0x00, 0x80, 0x08, 0x88}
@@ -320,28 +377,23 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 	var (
 		scales   [16]float32
 		shifts   [16]int8
-		weight   [16]float32
+		weights  [16][16]float32 // per group, kept for the refit of d
 		idx      [16]uint8
 		L        [16]uint8
 		index    [2]int
-		px, pw   [2][17]float32
+		search   iq1mSearch
 		maxScale float32
 	)
 	sigma2 := iq2Sigma2(xbl, 2)
-	// ggml's constants: p2 = x_p[2], m2 = x_m[2], cp1 = x_p[0]²−x_p[1]²,
-	// cp2 = x_p[1]²−x_p[2]², and cm1, cm2 the same for x_m (all exact).
-	p2, m2 := iq1XP[2], iq1XM[2]
-	cp1 := float32(iq1XP[0]*iq1XP[0]) - float32(iq1XP[1]*iq1XP[1])
-	cp2 := float32(iq1XP[1]*iq1XP[1]) - float32(iq1XP[2]*iq1XP[2])
-	cm1 := float32(iq1XM[0]*iq1XM[0]) - float32(iq1XM[1]*iq1XM[1])
-	cm2 := float32(iq1XM[1]*iq1XM[1]) - float32(iq1XM[2]*iq1XM[2])
+	p2, m2 := iq1XP[2], iq1XM[2] // ggml's p2 = x_p[2], m2 = x_m[2]
 	for ib := range 16 {
 		xb := xbl[16*ib : 16*ib+16]
 		var qwb []float32
 		if qw != nil {
 			qwb = qw[16*ib : 16*ib+16]
 		}
-		iq1mWeights(&weight, xb, qwb, sigma2)
+		weight := &weights[ib]
+		iq1mWeights(weight, xb, qwb, sigma2)
 		max := abs32(xb[0])
 		for _, x := range xb[1:] {
 			max = iq2FMax(max, abs32(x))
@@ -351,6 +403,7 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			continue
 		}
 		iq1SortOrder(idx[:], xb)
+		px, pw := search.tab[0:2], search.tab[2:4]
 		for j, i := range idx {
 			h := 0
 			if i >= 8 {
@@ -361,45 +414,14 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			pw[h][j+1] = pw[h][j] + weight[i]
 			pw[1-h][j+1] = pw[1-h][j]
 		}
-		// Per half h: Σqx = T·v2 − (px[i1] + px[i2]) and Σq² = W·v2² +
-		// pw[i1]·c1 + pw[i2]·c2, as ggml computes them; the products that
-		// depend on i1 only are taken out of the inner loop.
-		var txp, txm, twp, twm [2]float32
 		for h := range 2 {
-			txp[h] = float32(px[h][16] * p2)
-			txm[h] = float32(px[h][16] * m2)
-			twp[h] = float32(float32(pw[h][16]*p2) * p2)
-			twm[h] = float32(float32(pw[h][16]*m2) * m2)
+			search.txp[h] = float32(px[h][16] * p2)
+			search.txm[h] = float32(px[h][16] * m2)
+			search.twp[h] = float32(float32(pw[h][16]*p2) * p2)
+			search.twm[h] = float32(float32(pw[h][16]*m2) * m2)
 		}
-		bestScore, scale := -float32(math.MaxFloat32), max
-		besti1, besti2, bestK := -1, -1, -1
-		var sumqx, sumq2 [4]float32
-		for i1 := 0; i1 <= 16; i1++ {
-			var a1p, a1m [2]float32
-			for h := range 2 {
-				a1p[h] = twp[h] + float32(pw[h][i1]*cp1)
-				a1m[h] = twm[h] + float32(pw[h][i1]*cm1)
-			}
-			for i2 := i1; i2 <= 16; i2++ {
-				var qxp, qxm, q2p, q2m [2]float32
-				for h := range 2 {
-					sx := px[h][i1] + px[h][i2]
-					qxp[h] = txp[h] - sx
-					qxm[h] = txm[h] - sx
-					q2p[h] = a1p[h] + float32(pw[h][i2]*cp2)
-					q2m[h] = a1m[h] + float32(pw[h][i2]*cm2)
-				}
-				sumqx = [4]float32{qxp[0] + qxp[1], qxp[0] + qxm[1], qxm[0] + qxp[1], qxm[0] + qxm[1]}
-				sumq2 = [4]float32{q2p[0] + q2p[1], q2p[0] + q2m[1], q2m[0] + q2p[1], q2m[0] + q2m[1]}
-				for k := range 4 {
-					if sumq2[k] > 0 && sumqx[k]*sumqx[k] > bestScore*sumq2[k] {
-						scale = sumqx[k] / sumq2[k]
-						bestScore = scale * sumqx[k]
-						besti1, besti2, bestK = i1, i2, k
-					}
-				}
-			}
-		}
+		search.run(max)
+		besti1, besti2, bestK, scale := search.besti1, search.besti2, search.bestK, search.scale
 		if besti1 < 0 || besti2 < 0 || bestK < 0 {
 			scales[ib], shifts[ib] = 0, 0
 			continue
@@ -448,12 +470,7 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 		l := max(0, min(7, nearestInt(float32(0.5*float32(float32(id*scales[ib])-1)))))
 		sc[ib/4] |= uint16(l) << (3 * (ib % 4))
 		qh[ib] |= iq1mMasks[shifts[ib]]
-		xb := xbl[16*ib : 16*ib+16]
-		var qwb []float32
-		if qw != nil {
-			qwb = qw[16*ib : 16*ib+16]
-		}
-		iq1mWeights(&weight, xb, qwb, sigma2)
+		xb, weight := xbl[16*ib:16*ib+16], &weights[ib]
 		xx0, xx1 := iq1mShifts(int(shifts[ib]))
 		for k, xx := range [2]*[3]float32{xx0, xx1} {
 			gi := int(qs[2*ib+k]) | int(qh[ib])<<(8-4*k)&0x700
@@ -474,6 +491,115 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 	sc[3] |= s & 0xf000
 	for i, v := range sc {
 		binary.LittleEndian.PutUint16(y[48+2*i:], v)
+	}
+}
+
+// iq1mSearch is the split search of quantize_row_iq1_m_impl for one group
+// of 16: every pair of boundaries i1 ≤ i2 and every combination k of the
+// halves' shifts — 0 (+,+), 1 (+,−), 2 (−,+), 3 (−,−) — in ggml's order
+// (i1, i2, k), the first best score winning. Per half h, Σqx = T·v2 −
+// (px[i1] + px[i2]) and Σq² = W·v2² + pw[i1]·c1 + pw[i2]·c2, as ggml
+// computes them, with the products that depend on i1 only taken out of the
+// loop over i2.
+type iq1mSearch struct {
+	// tab holds the prefix sums px[0], px[1], pw[0], pw[1] of the sorted
+	// values per half for i = 0..16, zero after (the kernel reads eight
+	// lanes from any i2 ≤ 16).
+	tab [4][24]float32
+	// txp, txm, twp, twm are T·v2 and W·v2² per half for the shifts + and −.
+	txp, txm, twp, twm [2]float32
+	// c holds the constants of one i1 for the loop over i2 (iq1mC*).
+	c [16]float32
+
+	besti1, besti2, bestK int     // −1 when no candidate has Σq² > 0 and a positive score
+	scale                 float32 // the best candidate's, or the initial one
+}
+
+// The entries of iq1mSearch.c.
+const (
+	iq1mCX0, iq1mCX1     = 0, 1   // px[h][i1]
+	iq1mCTXP0, iq1mCTXP1 = 2, 3   // txp[h]
+	iq1mCTXM0, iq1mCTXM1 = 4, 5   // txm[h]
+	iq1mCA1P0, iq1mCA1P1 = 6, 7   // twp[h] + pw[h][i1]·cp1
+	iq1mCA1M0, iq1mCA1M1 = 8, 9   // twm[h] + pw[h][i1]·cm1
+	iq1mCCP2, iq1mCCM2   = 10, 11 // cp2, cm2
+	iq1mCBest            = 12     // the best score so far
+)
+
+// start resets the best candidate, with init as the scale when none is
+// found.
+func (s *iq1mSearch) start(init float32) {
+	s.besti1, s.besti2, s.bestK, s.scale = -1, -1, -1, init
+	s.c[iq1mCBest] = -float32(math.MaxFloat32)
+}
+
+// setI1 fills c for the boundary i1. ggml's cp1 = x_p[0]²−x_p[1]², cp2 =
+// x_p[1]²−x_p[2]², and cm1, cm2 the same for x_m (all exact).
+func (s *iq1mSearch) setI1(i1 int) {
+	cp1 := float32(iq1XP[0]*iq1XP[0]) - float32(iq1XP[1]*iq1XP[1])
+	cp2 := float32(iq1XP[1]*iq1XP[1]) - float32(iq1XP[2]*iq1XP[2])
+	cm1 := float32(iq1XM[0]*iq1XM[0]) - float32(iq1XM[1]*iq1XM[1])
+	cm2 := float32(iq1XM[1]*iq1XM[1]) - float32(iq1XM[2]*iq1XM[2])
+	c := &s.c
+	c[iq1mCX0], c[iq1mCX1] = s.tab[0][i1], s.tab[1][i1]
+	c[iq1mCTXP0], c[iq1mCTXP1] = s.txp[0], s.txp[1]
+	c[iq1mCTXM0], c[iq1mCTXM1] = s.txm[0], s.txm[1]
+	c[iq1mCA1P0] = s.twp[0] + float32(s.tab[2][i1]*cp1)
+	c[iq1mCA1P1] = s.twp[1] + float32(s.tab[3][i1]*cp1)
+	c[iq1mCA1M0] = s.twm[0] + float32(s.tab[2][i1]*cm1)
+	c[iq1mCA1M1] = s.twm[1] + float32(s.tab[3][i1]*cm1)
+	c[iq1mCCP2], c[iq1mCCM2] = cp2, cm2
+}
+
+// scan tries the boundaries i2 = from..to (inclusive) after setI1(i1), in
+// ggml's order.
+func (s *iq1mSearch) scan(i1, from, to int) {
+	c := &s.c
+	px0, px1, pw0, pw1 := &s.tab[0], &s.tab[1], &s.tab[2], &s.tab[3]
+	x10, x11 := c[iq1mCX0], c[iq1mCX1]
+	txp0, txp1, txm0, txm1 := c[iq1mCTXP0], c[iq1mCTXP1], c[iq1mCTXM0], c[iq1mCTXM1]
+	a1p0, a1p1, a1m0, a1m1 := c[iq1mCA1P0], c[iq1mCA1P1], c[iq1mCA1M0], c[iq1mCA1M1]
+	cp2, cm2 := c[iq1mCCP2], c[iq1mCCM2]
+	bestScore := c[iq1mCBest]
+	for i2 := from; i2 <= to; i2++ {
+		sx0, sx1 := x10+px0[i2], x11+px1[i2]
+		qxp0, qxp1 := txp0-sx0, txp1-sx1
+		qxm0, qxm1 := txm0-sx0, txm1-sx1
+		w0, w1 := pw0[i2], pw1[i2]
+		q2p0, q2p1 := a1p0+float32(w0*cp2), a1p1+float32(w1*cp2)
+		q2m0, q2m1 := a1m0+float32(w0*cm2), a1m1+float32(w1*cm2)
+		// The four combinations k, unrolled.
+		if sqx, sq2 := qxp0+qxp1, q2p0+q2p1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+			s.scale = sqx / sq2
+			bestScore = s.scale * sqx
+			s.besti1, s.besti2, s.bestK = i1, i2, 0
+		}
+		if sqx, sq2 := qxp0+qxm1, q2p0+q2m1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+			s.scale = sqx / sq2
+			bestScore = s.scale * sqx
+			s.besti1, s.besti2, s.bestK = i1, i2, 1
+		}
+		if sqx, sq2 := qxm0+qxp1, q2m0+q2p1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+			s.scale = sqx / sq2
+			bestScore = s.scale * sqx
+			s.besti1, s.besti2, s.bestK = i1, i2, 2
+		}
+		if sqx, sq2 := qxm0+qxm1, q2m0+q2m1; sq2 > 0 && sqx*sqx > bestScore*sq2 {
+			s.scale = sqx / sq2
+			bestScore = s.scale * sqx
+			s.besti1, s.besti2, s.bestK = i1, i2, 3
+		}
+	}
+	c[iq1mCBest] = bestScore
+}
+
+// runGeneric is the whole search in Go, with init as the scale when no
+// candidate is found.
+func (s *iq1mSearch) runGeneric(init float32) {
+	s.start(init)
+	for i1 := 0; i1 <= 16; i1++ {
+		s.setI1(i1)
+		s.scan(i1, i1, 16)
 	}
 }
 

@@ -134,12 +134,25 @@ func (g *iq2Grid) bestNeighbour(m int32, xval, w []float32, scale float32, L []u
 	best := float32(math.MaxFloat32)
 	gi := int(nb[0])
 	for _, j := range nb {
+		// ggml's loop over the eight coordinates, unrolled: the products
+		// are independent, the sum runs in index order.
 		p := &g.values[j]
-		var d2 float32
-		for i := range 8 {
-			diff := float32(scale*p[i]) - x[i]
-			d2 += float32(float32(wa[i]*diff) * diff)
-		}
+		e0 := float32(scale*p[0]) - x[0]
+		e1 := float32(scale*p[1]) - x[1]
+		e2 := float32(scale*p[2]) - x[2]
+		e3 := float32(scale*p[3]) - x[3]
+		e4 := float32(scale*p[4]) - x[4]
+		e5 := float32(scale*p[5]) - x[5]
+		e6 := float32(scale*p[6]) - x[6]
+		e7 := float32(scale*p[7]) - x[7]
+		d2 := float32(float32(wa[0]*e0) * e0)
+		d2 += float32(float32(wa[1]*e1) * e1)
+		d2 += float32(float32(wa[2]*e2) * e2)
+		d2 += float32(float32(wa[3]*e3) * e3)
+		d2 += float32(float32(wa[4]*e4) * e4)
+		d2 += float32(float32(wa[5]*e5) * e5)
+		d2 += float32(float32(wa[6]*e6) * e6)
+		d2 += float32(float32(wa[7]*e7) * e7)
 		if d2 < best {
 			best, gi = d2, int(j)
 		}
