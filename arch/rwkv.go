@@ -299,8 +299,12 @@ type rwkv7 struct {
 	loraTransposed bool
 }
 
-func newRWKV7(h HParams, dir string) (Model, error) {
-	t, err := newText("rwkv7", h, dir)
+func newRWKV7(h HParams, dir string) (Model, error) { return newRWKV7As("rwkv7", h, dir) }
+
+// newRWKV7As is Rwkv7Model's __init__ under architecture arch (rwkv7, or
+// arwkv7 for ARwkv7Model).
+func newRWKV7As(arch string, h HParams, dir string) (*rwkv7, error) {
+	t, err := newText(arch, h, dir)
 	if err != nil {
 		return nil, err
 	}
