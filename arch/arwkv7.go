@@ -37,9 +37,7 @@ func (m *arwkv7) Params(ft gguf.FileType) ([]gguf.KV, error) {
 		}
 		vals[key] = v
 	}
-	if _, isBool := vals["wkv_version"].(bool); isBool {
-		return nil, &ConfigError{Key: "wkv_version", Value: vals["wkv_version"], Msg: "is not 7 (llama.cpp's converter asserts it)"}
-	}
+	// A JSON true is no number here, as True == 7 is false in Python.
 	if f, err := asFloat(vals["wkv_version"]); err != nil || f != 7 {
 		return nil, &ConfigError{Key: "wkv_version", Value: vals["wkv_version"], Msg: "is not 7 (llama.cpp's converter asserts it)"}
 	}
@@ -47,24 +45,11 @@ func (m *arwkv7) Params(ft gguf.FileType) ([]gguf.KV, error) {
 	if Truthy(vals["wkv_has_gate"]) {
 		gate = 128
 	}
-	k := &kv{arch: m.arch}
-	k.l.Set(k.key("context_length"), gguf.Uint32(1<<20)) // RWKV isn't context limited
-	for _, s := range []struct {
-		suffix string
-		v      any
-		add    func(string, any) error
-	}{
-		{"embedding_length", vals["hidden_size"], k.u32}, {"block_count", m.blocks, k.u32},
-		{"attention.layer_norm_rms_epsilon", vals["rms_norm_eps"], k.f32}, {"wkv.head_size", vals["head_size"], k.u32},
-		{"attention.decay_lora_rank", 64, k.u32}, {"attention.iclr_lora_rank", 64, k.u32},
-		{"attention.value_residual_mix_lora_rank", 32, k.u32}, {"attention.gate_lora_rank", gate, k.u32},
-		{"feed_forward_length", vals["intermediate_size"], k.u32},
-	} {
-		if err := s.add(s.suffix, s.v); err != nil {
-			return nil, err
-		}
+	k, err := m.params(ft, vals["hidden_size"], "attention.layer_norm_rms_epsilon", vals["rms_norm_eps"], vals["head_size"],
+		[]any{64, 64, 32, gate}, vals["intermediate_size"])
+	if err != nil {
+		return nil, err
 	}
-	k.l.Set(gguf.KeyGeneralFileType, gguf.Uint32(uint32(ft)))
 	k.l.Set(k.key("token_shift_count"), gguf.Uint32(1))
 	k.l.Set(k.key("attention.head_count"), gguf.Uint32(0)) // required by llama.cpp, unused
 	return k.l.KVs(), nil
