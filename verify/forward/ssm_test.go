@@ -24,6 +24,7 @@ func TestSSMFamilies(t *testing.T) {
 		{"rwkv6", "rwkv6", 1e-5},
 		{"rwkv6qwen2", "rwkv6qwen2", 1e-5},
 		{"arwkv7", "arwkv7", 1e-5},
+		{"arwkv7gate", "arwkv7", 1e-5},
 		{"lfm2", "lfm2", 1e-5},
 		{"lfm2moe", "lfm2moe", 1e-5},
 		{"qwen3next", "qwen3next", 1e-5},
