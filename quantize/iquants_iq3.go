@@ -122,7 +122,7 @@ func (t *iq3Tables) quantGroupsGeneric(xval, waux *[32]float32, id, scale float3
 	return onGrid
 }
 
-// iq3Sums returns Σ w·x·q and Σ w·q² over a 32-value sub-block whose groups
+// sums returns Σ w·x·q and Σ w·q² over a 32-value sub-block whose groups
 // of four are the grid points idx, q being the odd values 2l+1, summed in
 // ggml's order.
 func (t *iq3Tables) sums(weight, xval *[32]float32, idx *[8]int32) (sumqx, sumq2 float32) {
@@ -137,13 +137,43 @@ func (t *iq3Tables) sums(weight, xval *[32]float32, idx *[8]int32) (sumqx, sumq2
 	return sumqx, sumq2
 }
 
+// sums4 is sums of four trials' grid points at once: eight independent
+// chains of additions, each in ggml's order, instead of two.
+func (t *iq3Tables) sums4(weight, xval *[32]float32, idx *[4][8]int32, sumqx, sumq2 *[4]float32) {
+	var x0, x1, x2, x3, s0, s1, s2, s3 float32
+	for k := range 8 {
+		q0, q1, q2, q3 := &t.vals[idx[0][k]], &t.vals[idx[1][k]], &t.vals[idx[2][k]], &t.vals[idx[3][k]]
+		for i := range 4 {
+			w := weight[4*k+i]
+			wx := float32(w * xval[4*k+i])
+			x0 += float32(wx * q0[i])
+			s0 += float32(float32(w*q0[i]) * q0[i])
+			x1 += float32(wx * q1[i])
+			s1 += float32(float32(w*q1[i]) * q1[i])
+			x2 += float32(wx * q2[i])
+			s2 += float32(float32(w*q2[i]) * q2[i])
+			x3 += float32(wx * q3[i])
+			s3 += float32(float32(w*q3[i]) * q3[i])
+		}
+	}
+	*sumqx = [4]float32{x0, x1, x2, x3}
+	*sumq2 = [4]float32{s0, s1, s2, s3}
+}
+
+// iq3MaxTrials is the number of trial scales of IQ3_XXS (IQ3_S has 19),
+// rounded up to a multiple of four for sums4.
+const iq3MaxTrials = 32
+
 // iq3Sub is the per-sub-block state of the IQ3 encoders: the grid point of
 // each group of four in idx, and bit k of onGrid set when group k's
-// rounded levels were a grid point at the chosen scale.
+// rounded levels were a grid point at the chosen scale; trialIdx and
+// trialOnGrid are the same for each trial scale.
 type iq3Sub struct {
 	weight, waux, xval [32]float32
 	idx, idxAux        [8]int32
 	onGrid             uint8
+	trialIdx           [iq3MaxTrials][8]int32
+	trialOnGrid        [iq3MaxTrials]uint8
 }
 
 // setWeights fills weight (the importance of each value, ggml's weight[])
@@ -173,18 +203,26 @@ func (s *iq3Sub) setWeights(xb, qw []float32, sigma2 float32) {
 // none fits), leaving its points in idx and which groups were on the grid
 // in onGrid (left as initialised by the caller when no trial fits).
 func (s *iq3Sub) search(t *iq3Tables, max float32, nis int) float32 {
+	n := 2*nis + 1
+	for j := range n {
+		id := float32(2*(iq3MaxLevel+1)-1+float32(float32(j-nis)*0.2)) / max
+		s.trialOnGrid[j] = t.quantGroups(&s.xval, &s.waux, id, 1/id, &s.trialIdx[j])
+	}
 	var best float32
 	scale := max / (2*(iq3MaxLevel+1) - 1)
-	for is := -nis; is <= nis; is++ {
-		id := float32(2*(iq3MaxLevel+1)-1+float32(float32(is)*0.2)) / max
-		thisScale := 1 / id
-		onGrid := t.quantGroups(&s.xval, &s.waux, id, thisScale, &s.idxAux)
-		sumqx, sumq2 := t.sums(&s.weight, &s.xval, &s.idxAux)
-		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
-			scale = sumqx / sumq2
-			best = float32(scale * sumqx)
-			s.idx = s.idxAux
-			s.onGrid = onGrid
+	for j0 := 0; j0 < n; j0 += 4 {
+		// Trials past n hold grid points of earlier calls: valid indexes
+		// whose sums are not used.
+		var sumqx, sumq2 [4]float32
+		t.sums4(&s.weight, &s.xval, (*[4][8]int32)(s.trialIdx[j0:]), &sumqx, &sumq2)
+		for j := j0; j < min(n, j0+4); j++ {
+			sqx, sq2 := sumqx[j-j0], sumq2[j-j0]
+			if sq2 > 0 && float32(sqx*sqx) > float32(best*sq2) {
+				scale = sqx / sq2
+				best = float32(scale * sqx)
+				s.idx = s.trialIdx[j]
+				s.onGrid = s.trialOnGrid[j]
+			}
 		}
 	}
 	return scale
