@@ -147,13 +147,12 @@ block:
 	JNZ       block
 
 	// The smallest best, then the first position holding it.
-	VEXTRACTF128 $1, Y9, X13
-	VMINPS       X13, X9, X13
-	VPERMILPS    $0x4e, X13, X14
-	VMINPS       X14, X13, X13
-	VPERMILPS    $0xb1, X13, X14
-	VMINPS       X14, X13, X13
-	VBROADCASTSS X13, Y13
+	VPERM2F128   $1, Y9, Y9, Y13
+	VMINPS       Y13, Y9, Y13
+	VPERMILPS    $0x4e, Y13, Y14
+	VMINPS       Y14, Y13, Y13
+	VPERMILPS    $0xb1, Y13, Y14
+	VMINPS       Y14, Y13, Y13
 	VCMPPS       $0, Y13, Y9, Y13
 	VPCMPEQD     Y14, Y14, Y14
 	VPSRLD       $1, Y14, Y14     // INT32_MAX
