@@ -97,6 +97,7 @@ group:
 	NOTL  R10
 	MOVL  R10, R11
 	ANDL  $7, R11         // blocks in the list
+	MOVL  R11, R8
 	SHRL  $3, R10
 	IMUL3Q $160, R10, R10
 	LEAQ  (BX)(R10*1), R9 // first block
@@ -154,6 +155,18 @@ block:
 	VPERMILPS    $0xb1, Y13, Y14
 	VMINPS       Y14, Y13, Y13
 	VCMPPS       $0, Y13, Y9, Y13
+	CMPL         R8, $1
+	JNE          multi
+	// One block: its first lane holding the minimum is the first position.
+	VMOVMSKPS    Y13, R10
+	BSFL         R10, R10
+	MOVL         128(R12)(R10*4), R10
+	MOVL         R10, (DI)(CX*4)
+	TESTQ        AX, AX
+	JNZ          group
+	JMP          done
+
+multi:
 	VPCMPEQD     Y14, Y14, Y14
 	VPSRLD       $1, Y14, Y14     // INT32_MAX
 	VBLENDVPS    Y13, Y10, Y14, Y14
