@@ -1,0 +1,142 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// Integer masks for the steps of the level search.
+DATA iq4consts<>+0(SB)/4, $4
+DATA iq4consts<>+4(SB)/4, $4
+DATA iq4consts<>+8(SB)/4, $4
+DATA iq4consts<>+12(SB)/4, $4
+DATA iq4consts<>+16(SB)/4, $4
+DATA iq4consts<>+20(SB)/4, $4
+DATA iq4consts<>+24(SB)/4, $4
+DATA iq4consts<>+28(SB)/4, $4
+DATA iq4consts<>+32(SB)/4, $2
+DATA iq4consts<>+36(SB)/4, $2
+DATA iq4consts<>+40(SB)/4, $2
+DATA iq4consts<>+44(SB)/4, $2
+DATA iq4consts<>+48(SB)/4, $2
+DATA iq4consts<>+52(SB)/4, $2
+DATA iq4consts<>+56(SB)/4, $2
+DATA iq4consts<>+60(SB)/4, $2
+DATA iq4consts<>+64(SB)/4, $1
+DATA iq4consts<>+68(SB)/4, $1
+DATA iq4consts<>+72(SB)/4, $1
+DATA iq4consts<>+76(SB)/4, $1
+DATA iq4consts<>+80(SB)/4, $1
+DATA iq4consts<>+84(SB)/4, $1
+DATA iq4consts<>+88(SB)/4, $1
+DATA iq4consts<>+92(SB)/4, $1
+GLOBL iq4consts<>(SB), RODATA|NOPTR, $96
+
+// LOADTAB loads the search tables of iq4Tab (at BX) into Y6-Y11: the
+// bound of entry 8 in every lane, then the tables of the second, third and
+// fourth steps, then the even and odd entries of kvalues_iq4nl.
+#define LOADTAB \
+	VMOVUPS (BX), Y6;     \
+	VMOVUPS 32(BX), Y7;   \
+	VMOVUPS 64(BX), Y8;   \
+	VMOVUPS 96(BX), Y9;   \
+	VMOVUPS 128(BX), Y10; \
+	VMOVUPS 160(BX), Y11
+
+// SEARCH sets j (Y1) to half the index best_index_int8 gives each lane of
+// al (Y14) and m (Y15) to all ones where that index is odd: iq4Index's
+// binary search over the bounds, lane by lane, each step comparing with
+// "not less than" so that a NaN goes to the last entry. Clobbers Y4.
+#define SEARCH \
+	VCMPPS  $5, Y6, Y14, Y15;               \
+	VPAND   iq4consts<>+0(SB), Y15, Y1;     \
+	VPERMPS Y7, Y1, Y4;                     \
+	VCMPPS  $5, Y4, Y14, Y15;               \
+	VPAND   iq4consts<>+32(SB), Y15, Y15;   \
+	VPOR    Y15, Y1, Y1;                    \
+	VPERMPS Y8, Y1, Y4;                     \
+	VCMPPS  $5, Y4, Y14, Y15;               \
+	VPAND   iq4consts<>+64(SB), Y15, Y15;   \
+	VPOR    Y15, Y1, Y1;                    \
+	VPERMPS Y9, Y1, Y4;                     \
+	VCMPPS  $5, Y4, Y14, Y15
+
+// func iq4TrialsAVX2(x, w *float32, ids *[16]float32, tab *iq4Tab, sums *[32]float32)
+//
+// The sums of quantize_row_iq4_nl_impl's 16 trials on the 32 values x with
+// weights w, trial k at inverse scale ids[k] in lane k%8 of two passes.
+// For each value, in index order: its level q = kvalues_iq4nl[l] (SEARCH),
+// then sumqx += (w·q)·x and sumq2 += (w·q)·q, each product its own VMULPS
+// (no FMA), each sum its own VADDPS. sums receives sumqx[16] then
+// sumq2[16].
+TEXT ·iq4TrialsAVX2(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ w+8(FP), R8
+	MOVQ ids+16(FP), AX
+	MOVQ tab+24(FP), BX
+	MOVQ sums+32(FP), DX
+	LOADTAB
+	MOVQ $2, CX
+
+trpass:
+	VMOVUPS (AX), Y0
+	VXORPS  Y2, Y2, Y2 // sumqx
+	VXORPS  Y3, Y3, Y3 // sumq2
+	XORQ    DI, DI
+
+trloop:
+	VBROADCASTSS (SI)(DI*4), Y12
+	VBROADCASTSS (R8)(DI*4), Y13
+	VMULPS       Y12, Y0, Y14
+	SEARCH
+	VPERMPS      Y10, Y1, Y4
+	VPERMPS      Y11, Y1, Y5
+	VBLENDVPS    Y15, Y5, Y4, Y4 // q
+	VMULPS       Y4, Y13, Y5     // w·q
+	VMULPS       Y12, Y5, Y15
+	VADDPS       Y15, Y2, Y2
+	VMULPS       Y4, Y5, Y5
+	VADDPS       Y5, Y3, Y3
+	INCQ         DI
+	CMPQ         DI, $32
+	JLT          trloop
+
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y3, 64(DX)
+	ADDQ    $32, AX
+	ADDQ    $32, DX
+	DECQ    CX
+	JNZ     trpass
+	VZEROUPPER
+	RET
+
+// INDEX sets r to the best_index_int8 of id (Y0) times the 8 values at
+// addr. Clobbers Y1, Y4, Y14, Y15.
+#define INDEX(addr, r) \
+	VMULPS addr, Y0, Y14; \
+	SEARCH;               \
+	VPADDD Y1, Y1, r;     \
+	VPSUBD Y15, r, r
+
+// func iq4PackAVX2(qs *byte, x *float32, id float32, tab *iq4Tab)
+//
+// The 4-bit best_index_int8 of the 32 values x at inverse scale id, value j
+// in the low nibble of qs[j] and value j+16 in the high nibble.
+TEXT ·iq4PackAVX2(SB), NOSPLIT, $0-32
+	MOVQ         qs+0(FP), DI
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS id+16(FP), Y0
+	MOVQ         tab+24(FP), BX
+	LOADTAB
+	INDEX((SI), Y2)
+	INDEX(64(SI), Y3)
+	VPSLLD       $4, Y3, Y3
+	VPOR         Y3, Y2, Y2
+	INDEX(32(SI), Y3)
+	INDEX(96(SI), Y5)
+	VPSLLD       $4, Y5, Y5
+	VPOR         Y5, Y3, Y3
+	VPACKUSDW    Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VEXTRACTI128 $1, Y2, X3
+	VPACKUSWB    X3, X2, X2
+	VMOVDQU      X2, (DI)
+	VZEROUPPER
+	RET
