@@ -12,6 +12,9 @@ func iq4TrialsAVX2(x, w *float32, ids *[16]float32, tab *iq4Tab, sums *[32]float
 //go:noescape
 func iq4PackAVX2(qs *byte, x *float32, id float32, tab *iq4Tab)
 
+//go:noescape
+func iq4WeightsAVX2(x, qw *float32, sigma2 float32, weight *[32]float32) float32
+
 // iq4Tab holds iq4Index's binary search as tables for VPERMPS, indexed by
 // half the index found so far (j): the bound of entry 8 in every lane,
 // then the bounds the second (entries 4, 12 at j = 0, 4), third (entries
@@ -51,4 +54,19 @@ func iq4Pack(qs []byte, xb []float32, id float32) {
 	}
 	qs, xb = qs[:16], xb[:32]
 	iq4PackAVX2(&qs[0], &xb[0], id, &iq4Tables)
+}
+
+// iq4Weights sets weight to the importance of each of the 32 values xb
+// (qw·sqrt(sigma2 + x²), or x² without qw) and returns the first value of
+// largest magnitude (0 when all are zeros).
+func iq4Weights(xb, qw []float32, sigma2 float32, weight *[32]float32) float32 {
+	if !useAVX2 {
+		return iq4WeightsGeneric(xb, qw, sigma2, weight)
+	}
+	xb = xb[:32]
+	if qw == nil {
+		return iq4WeightsAVX2(&xb[0], nil, sigma2, weight)
+	}
+	qw = qw[:32]
+	return iq4WeightsAVX2(&xb[0], &qw[0], sigma2, weight)
 }

@@ -140,3 +140,86 @@ TEXT ·iq4PackAVX2(SB), NOSPLIT, $0-32
 	VMOVDQU      X2, (DI)
 	VZEROUPPER
 	RET
+
+// func iq4WeightsAVX2(x, qw *float32, sigma2 float32, weight *[32]float32) float32
+//
+// The weights of the 32 values x, qw·sqrt(sigma2 + x·x) or x·x without qw
+// (qw nil), each operation rounded as ggml's; returns the first x of
+// largest magnitude, or 0 when all are zeros (ggml's amax loop with its
+// strict comparison).
+TEXT ·iq4WeightsAVX2(SB), NOSPLIT, $0-36
+	MOVQ         x+0(FP), SI
+	MOVQ         qw+8(FP), R8
+	MOVQ         weight+24(FP), DI
+	VMOVUPS      (SI), Y0
+	VMOVUPS      32(SI), Y1
+	VMOVUPS      64(SI), Y2
+	VMOVUPS      96(SI), Y3
+	VMULPS       Y0, Y0, Y4
+	VMULPS       Y1, Y1, Y5
+	VMULPS       Y2, Y2, Y6
+	VMULPS       Y3, Y3, Y7
+	TESTQ        R8, R8
+	JZ           wstore
+	VBROADCASTSS sigma2+16(FP), Y8
+	VADDPS       Y8, Y4, Y4
+	VADDPS       Y8, Y5, Y5
+	VADDPS       Y8, Y6, Y6
+	VADDPS       Y8, Y7, Y7
+	VSQRTPS      Y4, Y4
+	VSQRTPS      Y5, Y5
+	VSQRTPS      Y6, Y6
+	VSQRTPS      Y7, Y7
+	VMULPS       (R8), Y4, Y4
+	VMULPS       32(R8), Y5, Y5
+	VMULPS       64(R8), Y6, Y6
+	VMULPS       96(R8), Y7, Y7
+
+wstore:
+	VMOVUPS      Y4, (DI)
+	VMOVUPS      Y5, 32(DI)
+	VMOVUPS      Y6, 64(DI)
+	VMOVUPS      Y7, 96(DI)
+	VPCMPEQD     Y8, Y8, Y8
+	VPSRLD       $1, Y8, Y8 // magnitude mask
+	VANDPS       Y8, Y0, Y0
+	VANDPS       Y8, Y1, Y1
+	VANDPS       Y8, Y2, Y2
+	VANDPS       Y8, Y3, Y3
+	VMAXPS       Y1, Y0, Y4
+	VMAXPS       Y3, Y2, Y5
+	VMAXPS       Y5, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VMAXPS       X5, X4, X4
+	VSHUFPS      $0x4e, X4, X4, X5
+	VMAXPS       X5, X4, X4
+	VSHUFPS      $0xb1, X4, X4, X5
+	VMAXPS       X5, X4, X4
+	VXORPS       X5, X5, X5
+	VUCOMISS     X5, X4
+	JEQ          wzero
+	VBROADCASTSS X4, Y4
+	VCMPPS       $0, Y4, Y0, Y0
+	VCMPPS       $0, Y4, Y1, Y1
+	VCMPPS       $0, Y4, Y2, Y2
+	VCMPPS       $0, Y4, Y3, Y3
+	VMOVMSKPS    Y0, AX
+	VMOVMSKPS    Y1, BX
+	VMOVMSKPS    Y2, CX
+	VMOVMSKPS    Y3, DX
+	SHLL         $8, BX
+	SHLL         $16, CX
+	SHLL         $24, DX
+	ORL          BX, AX
+	ORL          CX, AX
+	ORL          DX, AX
+	BSFL         AX, AX
+	MOVL         (SI)(AX*4), AX
+	MOVL         AX, ret+32(FP)
+	VZEROUPPER
+	RET
+
+wzero:
+	MOVL $0, ret+32(FP)
+	VZEROUPPER
+	RET

@@ -102,3 +102,56 @@ func TestIQ4PackAVX2(t *testing.T) {
 		}
 	}
 }
+
+// TestIQ4WeightsAVX2 compares the vector weights and block maximum with
+// the plain ones on the blocks of TestIQ4TrialsAVX2, on blocks whose
+// largest magnitude occurs several times with both signs, on blocks of
+// zeros of both signs, with and without importance weights (zeros among
+// them) and at sigma2 up to infinity.
+func TestIQ4WeightsAVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(18, 618))
+	var x, qw [32]float32
+	for it := range 20000 {
+		iq4TestBlock(r, x[:], &qw)
+		switch r.IntN(4) {
+		case 0: // the largest magnitude several times, both signs
+			m := abs32(x[r.IntN(32)])
+			for range 1 + r.IntN(4) {
+				x[r.IntN(32)] = m * float32(1-2*r.IntN(2))
+			}
+		case 1:
+			for j := range x {
+				x[j] = math.Float32frombits(uint32(r.IntN(2)) << 31)
+			}
+		}
+		sigma2 := float32(r.ExpFloat64() * math.Pow(10, float64(r.IntN(81)-40)))
+		if r.IntN(8) == 0 {
+			sigma2 = float32(math.Inf(1))
+		}
+		var q []float32
+		if r.IntN(2) == 0 {
+			q = qw[:]
+		}
+		var got, want [32]float32
+		gotMax := iq4WeightsAVX2(&x[0], ptrOrNil(q), sigma2, &got)
+		wantMax := iq4WeightsGeneric(x[:], q, sigma2, &want)
+		if math.Float32bits(gotMax) != math.Float32bits(wantMax) {
+			t.Fatalf("iter %d: max %v, want %v\nx %v", it, gotMax, wantMax, x)
+		}
+		for j := range got {
+			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("iter %d weight %d: %v, want %v (x %v, qw %v, sigma2 %v)", it, j, got[j], want[j], x[j], q, sigma2)
+			}
+		}
+	}
+}
+
+func ptrOrNil(s []float32) *float32 {
+	if s == nil {
+		return nil
+	}
+	return &s[0]
+}

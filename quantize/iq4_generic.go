@@ -9,3 +9,7 @@ func iq4Trials(xb []float32, weight *[32]float32, ids *[16]float32, sums *[32]fl
 }
 
 func iq4Pack(qs []byte, xb []float32, id float32) { iq4PackGeneric(qs, xb, id) }
+
+func iq4Weights(xb, qw []float32, sigma2 float32, weight *[32]float32) float32 {
+	return iq4WeightsGeneric(xb, qw, sigma2, weight)
+}

@@ -98,22 +98,12 @@ func iq4Scales(x, qw, scales []float32) float32 {
 	var maxScale, amaxScale float32
 	for ib := range len(x) / 32 {
 		xb := x[32*ib : 32*ib+32]
+		var qwb []float32
 		if qw != nil {
-			qwb := qw[32*ib : 32*ib+32]
-			for j, v := range xb {
-				weight[j] = float32(qwb[j] * float32(math.Sqrt(float64(sigma2+float32(v*v)))))
-			}
-		} else {
-			for j, v := range xb {
-				weight[j] = float32(v * v)
-			}
+			qwb = qw[32*ib : 32*ib+32]
 		}
-		var amax, max float32
-		for _, v := range xb {
-			if ax := abs32(v); ax > amax {
-				amax, max = ax, v
-			}
-		}
+		max := iq4Weights(xb, qwb, sigma2, &weight)
+		amax := abs32(max)
 		if amax < groupMaxEps {
 			scales[ib] = 0
 			continue
@@ -147,6 +137,28 @@ func iq4Scales(x, qw, scales []float32) float32 {
 		}
 	}
 	return maxScale
+}
+
+// iq4WeightsGeneric is iq4Weights in plain Go.
+func iq4WeightsGeneric(xb, qw []float32, sigma2 float32, weight *[32]float32) float32 {
+	xb = xb[:32]
+	if qw != nil {
+		qw = qw[:32]
+		for j, v := range xb {
+			weight[j] = float32(qw[j] * float32(math.Sqrt(float64(sigma2+float32(v*v)))))
+		}
+	} else {
+		for j, v := range xb {
+			weight[j] = float32(v * v)
+		}
+	}
+	var amax, max float32
+	for _, v := range xb {
+		if ax := abs32(v); ax > amax {
+			amax, max = ax, v
+		}
+	}
+	return max
 }
 
 // iq4TrialsGeneric sets sums[k] and sums[16+k] to iq4Fit(xb, weight,
