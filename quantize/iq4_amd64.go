@@ -15,21 +15,23 @@ func iq4PackAVX2(qs *byte, x *float32, id float32, tab *iq4Tab)
 //go:noescape
 func iq4WeightsAVX2(x, qw *float32, sigma2 float32, weight *[32]float32) float32
 
-// iq4Tab holds iq4Index's binary search as tables for VPERMPS, indexed by
-// half the index found so far (j): the bound of entry 8 in every lane,
-// then the bounds the second (entries 4, 12 at j = 0, 4), third (entries
-// 2, 6, 10, 14 at j = 0, 2, 4, 6) and fourth (entry 2j+1) steps compare
-// with, then the entries 2j and 2j+1 of kvaluesIQ4NL.
-type iq4Tab [6][8]float32
+// iq4Tab holds iq4Index's binary search as vectors: the bounds of entries
+// 8, 4 and 12 in every lane (the first step's bound, and the second's,
+// chosen by the first step's result), then the tables for VPERMPS,
+// indexed by half the index found so far (j), of the bounds the third
+// (entries 2, 6, 10, 14 at j = 0, 2, 4, 6) and fourth (entry 2j+1) steps
+// compare with, then the entries 2j and 2j+1 of kvaluesIQ4NL.
+type iq4Tab [7][8]float32
 
 var iq4Tables = func() (t iq4Tab) {
 	for j := range 8 {
 		t[0][j] = iq4Bounds[8]
-		t[1][j] = iq4Bounds[2*(j&4)+4]
-		t[2][j] = iq4Bounds[2*(j&6)+2]
-		t[3][j] = iq4Bounds[2*j+1]
-		t[4][j] = float32(kvaluesIQ4NL[2*j])
-		t[5][j] = float32(kvaluesIQ4NL[2*j+1])
+		t[1][j] = iq4Bounds[4]
+		t[2][j] = iq4Bounds[12]
+		t[3][j] = iq4Bounds[2*(j&6)+2]
+		t[4][j] = iq4Bounds[2*j+1]
+		t[5][j] = float32(kvaluesIQ4NL[2*j])
+		t[6][j] = float32(kvaluesIQ4NL[2*j+1])
 	}
 	return t
 }()

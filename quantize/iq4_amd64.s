@@ -29,25 +29,29 @@ DATA iq4consts<>+88(SB)/4, $1
 DATA iq4consts<>+92(SB)/4, $1
 GLOBL iq4consts<>(SB), RODATA|NOPTR, $96
 
-// LOADTAB loads the search tables of iq4Tab (at BX) into Y6-Y11: the
-// bound of entry 8 in every lane, then the tables of the second, third and
-// fourth steps, then the even and odd entries of kvalues_iq4nl.
+// LOADTAB loads the search tables of iq4Tab (at BX): the bounds of entries
+// 8, 4 and 12 in every lane into Y6, Y7 and Y5, then the tables of the
+// third and fourth steps into Y8 and Y9, then the even and odd entries of
+// kvalues_iq4nl into Y10 and Y11.
 #define LOADTAB \
 	VMOVUPS (BX), Y6;     \
 	VMOVUPS 32(BX), Y7;   \
-	VMOVUPS 64(BX), Y8;   \
-	VMOVUPS 96(BX), Y9;   \
-	VMOVUPS 128(BX), Y10; \
-	VMOVUPS 160(BX), Y11
+	VMOVUPS 64(BX), Y5;   \
+	VMOVUPS 96(BX), Y8;   \
+	VMOVUPS 128(BX), Y9;  \
+	VMOVUPS 160(BX), Y10; \
+	VMOVUPS 192(BX), Y11
 
 // SEARCH sets j (Y1) to half the index best_index_int8 gives each lane of
 // al (Y14) and m (Y15) to all ones where that index is odd: iq4Index's
 // binary search over the bounds, lane by lane, each step comparing with
-// "not less than" so that a NaN goes to the last entry. Clobbers Y4.
+// "not less than" so that a NaN goes to the last entry. The second step's
+// bound is a blend (one of two), the others are VPERMPS lookups by j.
+// Clobbers Y4.
 #define SEARCH \
-	VCMPPS  $5, Y6, Y14, Y15;               \
-	VPAND   iq4consts<>+0(SB), Y15, Y1;     \
-	VPERMPS Y7, Y1, Y4;                     \
+	VCMPPS    $5, Y6, Y14, Y15;             \
+	VPAND     iq4consts<>+0(SB), Y15, Y1;   \
+	VBLENDVPS Y15, Y5, Y7, Y4;              \
 	VCMPPS  $5, Y4, Y14, Y15;               \
 	VPAND   iq4consts<>+32(SB), Y15, Y15;   \
 	VPOR    Y15, Y1, Y1;                    \
@@ -87,13 +91,13 @@ trloop:
 	VMULPS       Y12, Y0, Y14
 	SEARCH
 	VPERMPS      Y10, Y1, Y4
-	VPERMPS      Y11, Y1, Y5
-	VBLENDVPS    Y15, Y5, Y4, Y4 // q
-	VMULPS       Y4, Y13, Y5     // w·q
-	VMULPS       Y12, Y5, Y15
+	VPERMPS      Y11, Y1, Y1
+	VBLENDVPS    Y15, Y1, Y4, Y4 // q
+	VMULPS       Y4, Y13, Y1     // w·q
+	VMULPS       Y12, Y1, Y15
 	VADDPS       Y15, Y2, Y2
-	VMULPS       Y4, Y5, Y5
-	VADDPS       Y5, Y3, Y3
+	VMULPS       Y4, Y1, Y1
+	VADDPS       Y1, Y3, Y3
 	INCQ         DI
 	CMPQ         DI, $32
 	JLT          trloop
@@ -130,9 +134,9 @@ TEXT ·iq4PackAVX2(SB), NOSPLIT, $0-32
 	VPSLLD       $4, Y3, Y3
 	VPOR         Y3, Y2, Y2
 	INDEX(32(SI), Y3)
-	INDEX(96(SI), Y5)
-	VPSLLD       $4, Y5, Y5
-	VPOR         Y5, Y3, Y3
+	INDEX(96(SI), Y12)
+	VPSLLD       $4, Y12, Y12
+	VPOR         Y12, Y3, Y3
 	VPACKUSDW    Y3, Y2, Y2
 	VPERMQ       $0xd8, Y2, Y2
 	VEXTRACTI128 $1, Y2, X3
