@@ -15,23 +15,35 @@ func iq4PackAVX2(qs *byte, x *float32, id float32, tab *iq4Tab)
 //go:noescape
 func iq4WeightsAVX2(x, qw *float32, sigma2 float32, weight *[32]float32) float32
 
-// iq4Tab holds iq4Index's binary search as vectors: the bounds of entries
-// 8, 4 and 12 in every lane (the first step's bound, and the second's,
-// chosen by the first step's result), then the tables for VPERMPS,
-// indexed by half the index found so far (j), of the bounds the third
-// (entries 2, 6, 10, 14 at j = 0, 2, 4, 6) and fourth (entry 2j+1) steps
-// compare with, then the entries 2j and 2j+1 of kvaluesIQ4NL.
-type iq4Tab [7][8]float32
+// iq4Tab holds iq4Index's binary search as vectors. With s1, s2, s3 the
+// results (0 or 1) of its first three steps, the index found so far is
+// h = 8·s1 + 4·s2 + 2·s3, and the kernels keep j = 2·s1 + s2 + 4·s3, which
+// puts the first two steps in the two bits an in-lane VPERMILPS reads.
+// step1 and step2 hold in every lane the bound of entry 8, and those of
+// entries 4 and 12 (the second step's, chosen by s1); the other tables are
+// indexed by j: the third step's bound (entry 8·s1 + 4·s2 + 2), the
+// fourth's (entry h+1), the entries h and h+1 of kvaluesIQ4NL, and h.
+type iq4Tab struct {
+	step1  [8]float32
+	step2  [2][8]float32
+	step3  [8]float32
+	step4  [8]float32
+	lo, hi [8]float32
+	h      [8]int32
+}
 
 var iq4Tables = func() (t iq4Tab) {
 	for j := range 8 {
-		t[0][j] = iq4Bounds[8]
-		t[1][j] = iq4Bounds[4]
-		t[2][j] = iq4Bounds[12]
-		t[3][j] = iq4Bounds[2*(j&6)+2]
-		t[4][j] = iq4Bounds[2*j+1]
-		t[5][j] = float32(kvaluesIQ4NL[2*j])
-		t[6][j] = float32(kvaluesIQ4NL[2*j+1])
+		s1, s2, s3 := j>>1&1, j&1, j>>2&1
+		h := 8*s1 + 4*s2 + 2*s3
+		t.step1[j] = iq4Bounds[8]
+		t.step2[0][j] = iq4Bounds[4]
+		t.step2[1][j] = iq4Bounds[12]
+		t.step3[j] = iq4Bounds[8*s1+4*s2+2]
+		t.step4[j] = iq4Bounds[h+1]
+		t.lo[j] = float32(kvaluesIQ4NL[h])
+		t.hi[j] = float32(kvaluesIQ4NL[h+1])
+		t.h[j] = int32(h)
 	}
 	return t
 }()

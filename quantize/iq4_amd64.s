@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// Integer masks for the steps of the level search.
+// Integer masks for the steps of the level search: s3, s1, s2 of iq4Tab.
 DATA iq4consts<>+0(SB)/4, $4
 DATA iq4consts<>+4(SB)/4, $4
 DATA iq4consts<>+8(SB)/4, $4
@@ -29,10 +29,8 @@ DATA iq4consts<>+88(SB)/4, $1
 DATA iq4consts<>+92(SB)/4, $1
 GLOBL iq4consts<>(SB), RODATA|NOPTR, $96
 
-// LOADTAB loads the search tables of iq4Tab (at BX): the bounds of entries
-// 8, 4 and 12 in every lane into Y6, Y7 and Y5, then the tables of the
-// third and fourth steps into Y8 and Y9, then the even and odd entries of
-// kvalues_iq4nl into Y10 and Y11.
+// LOADTAB loads iq4Tab (at BX): step1 into Y6, step2 into Y7 and Y5,
+// step3 into Y8, step4 into Y9, lo and hi into Y10 and Y11.
 #define LOADTAB \
 	VMOVUPS (BX), Y6;     \
 	VMOVUPS 32(BX), Y7;   \
@@ -42,25 +40,26 @@ GLOBL iq4consts<>(SB), RODATA|NOPTR, $96
 	VMOVUPS 160(BX), Y10; \
 	VMOVUPS 192(BX), Y11
 
-// SEARCH sets j (Y1) to half the index best_index_int8 gives each lane of
-// al (Y14) and m (Y15) to all ones where that index is odd: iq4Index's
-// binary search over the bounds, lane by lane, each step comparing with
-// "not less than" so that a NaN goes to the last entry. The second step's
-// bound is a blend (one of two), the others are VPERMPS lookups by j.
-// Clobbers Y4.
+// SEARCH runs iq4Index's binary search over the bounds on each lane of al
+// (Y14), each step comparing with "not less than" so that a NaN goes to
+// the last entry. It leaves in j (Y1) the results s1, s2, s3 of the first
+// three steps as 2·s1 + s2 + 4·s3 (iq4Tab's order), and in m (Y15) the
+// fourth step's, all ones where the index is odd. The second step's bound
+// is a blend of two, the third's an in-lane VPERMILPS lookup by s1, s2,
+// the fourth's a VPERMPS lookup by j. Clobbers Y4.
 #define SEARCH \
 	VCMPPS    $5, Y6, Y14, Y15;             \
-	VPAND     iq4consts<>+0(SB), Y15, Y1;   \
+	VPAND     iq4consts<>+32(SB), Y15, Y1;  \
 	VBLENDVPS Y15, Y5, Y7, Y4;              \
-	VCMPPS  $5, Y4, Y14, Y15;               \
-	VPAND   iq4consts<>+32(SB), Y15, Y15;   \
-	VPOR    Y15, Y1, Y1;                    \
-	VPERMPS Y8, Y1, Y4;                     \
-	VCMPPS  $5, Y4, Y14, Y15;               \
-	VPAND   iq4consts<>+64(SB), Y15, Y15;   \
-	VPOR    Y15, Y1, Y1;                    \
-	VPERMPS Y9, Y1, Y4;                     \
-	VCMPPS  $5, Y4, Y14, Y15
+	VCMPPS    $5, Y4, Y14, Y15;             \
+	VPAND     iq4consts<>+64(SB), Y15, Y15; \
+	VPOR      Y15, Y1, Y1;                  \
+	VPERMILPS Y1, Y8, Y4;                   \
+	VCMPPS    $5, Y4, Y14, Y15;             \
+	VPAND     iq4consts<>+0(SB), Y15, Y15;  \
+	VPOR      Y15, Y1, Y1;                  \
+	VPERMPS   Y9, Y1, Y4;                   \
+	VCMPPS    $5, Y4, Y14, Y15
 
 // func iq4TrialsAVX2(x, w *float32, ids *[16]float32, tab *iq4Tab, sums *[32]float32)
 //
@@ -112,11 +111,12 @@ trloop:
 	RET
 
 // INDEX sets r to the best_index_int8 of id (Y0) times the 8 values at
-// addr. Clobbers Y1, Y4, Y14, Y15.
+// addr: iq4Tab's h by SEARCH's j (the table in Y13), plus one where m is
+// set. Clobbers Y1, Y4, Y14, Y15.
 #define INDEX(addr, r) \
 	VMULPS addr, Y0, Y14; \
 	SEARCH;               \
-	VPADDD Y1, Y1, r;     \
+	VPERMD Y13, Y1, r;    \
 	VPSUBD Y15, r, r
 
 // func iq4PackAVX2(qs *byte, x *float32, id float32, tab *iq4Tab)
@@ -129,6 +129,7 @@ TEXT ·iq4PackAVX2(SB), NOSPLIT, $0-32
 	VBROADCASTSS id+16(FP), Y0
 	MOVQ         tab+24(FP), BX
 	LOADTAB
+	VMOVDQU      224(BX), Y13
 	INDEX((SI), Y2)
 	INDEX(64(SI), Y3)
 	VPSLLD       $4, Y3, Y3
