@@ -6,8 +6,8 @@
 // ernie4_5-moe, minimax-m2, dots1, hunyuan-dense, arcee, exaone4, smollm3 and
 // seed_oss (arch_attnmoe.go), and olmo, olmo2, command-r, phi2, stablelm,
 // falcon, starcoder, chatglm and gemma3n, the state-space models mamba
-// and mamba2 (ssm.go), the recurrent rwkv6, rwkv6qwen2 and rwkv7 (rwkv6.go,
-// rwkv7.go), the hybrids of attention and recurrent blocks lfm2, lfm2moe,
+// and mamba2 (ssm.go), the recurrent rwkv6, rwkv6qwen2, rwkv7 and arwkv7
+// (rwkv6.go, rwkv7.go), the hybrids of attention and recurrent blocks lfm2, lfm2moe,
 // granitehybrid, jamba and falcon-h1 (hybrid.go), nemotron_h_moe
 // (nemotronh.go), qwen3next, qwen35 and qwen35moe (deltanet.go), kimi-linear
 // (kda.go), and the encoders (encoder.go: bert, nomic-bert,
