@@ -39,31 +39,36 @@ func iq4TestBlock(r *rand.Rand, x []float32, w *[32]float32) {
 	}
 }
 
-// TestIQ4TrialsAVX2 compares the vector sums of the 16 trials with
-// iq4Fit's on random blocks, blocks with values on the level bounds, and
-// inverse scales that put values exactly on the bounds, beyond the table,
-// at infinities and NaN.
-func TestIQ4TrialsAVX2(t *testing.T) {
+// iq4TestID returns an inverse scale for the kernels' tests: 1 (the
+// values of iq4TestBlock on the bounds stay there), ±Inf, NaN, or Gaussian
+// at scales from 1e-30 to 1e30.
+func iq4TestID(r *rand.Rand) float32 {
+	switch r.IntN(8) {
+	case 0, 1:
+		return 1
+	case 2:
+		return float32(math.Inf(1 - 2*r.IntN(2)))
+	case 3:
+		return float32(math.NaN())
+	}
+	return float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(61)-30)))
+}
+
+// TestIQ4TrialsPackAVX2 compares the vector sums of the 16 trials with
+// iq4Fit's, and the vector indexes with iq4Index's, on random blocks,
+// blocks with values on the level bounds, and inverse scales that keep
+// them there, that send values beyond the table, infinities and NaN.
+func TestIQ4TrialsPackAVX2(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2")
 	}
 	r := rand.New(rand.NewPCG(18, 418))
-	var x [32]float32
-	var w [32]float32
+	var x, w [32]float32
 	for it := range 20000 {
 		iq4TestBlock(r, x[:], &w)
 		var ids [16]float32
 		for k := range ids {
-			switch r.IntN(8) {
-			case 0:
-				ids[k] = 1
-			case 1:
-				ids[k] = float32(math.Inf(1 - 2*r.IntN(2)))
-			case 2:
-				ids[k] = float32(math.NaN())
-			default:
-				ids[k] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(61)-30)))
-			}
+			ids[k] = iq4TestID(r)
 		}
 		var got, want [32]float32
 		iq4TrialsAVX2(&x[0], &w[0], &ids, &iq4Tables, &got)
@@ -73,38 +78,17 @@ func TestIQ4TrialsAVX2(t *testing.T) {
 				t.Fatalf("iter %d sum %d (id %v): %v, want %v\nx %v\nw %v", it, k, ids[k%16], got[k], want[k], x, w)
 			}
 		}
-	}
-}
-
-// TestIQ4PackAVX2 compares the vector indexes with iq4Index's on the
-// blocks of TestIQ4TrialsAVX2.
-func TestIQ4PackAVX2(t *testing.T) {
-	if !useAVX2 {
-		t.Skip("no AVX2")
-	}
-	r := rand.New(rand.NewPCG(18, 518))
-	var x [32]float32
-	var w [32]float32
-	for it := range 20000 {
-		iq4TestBlock(r, x[:], &w)
-		id := float32(1)
-		switch r.IntN(4) {
-		case 0:
-			id = float32(math.Inf(1 - 2*r.IntN(2)))
-		case 1:
-			id = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(61)-30)))
-		}
-		var got, want [16]byte
-		iq4PackAVX2(&got[0], &x[0], id, &iq4Tables)
-		iq4PackGeneric(want[:], x[:], id)
-		if got != want {
-			t.Fatalf("iter %d id %v: %x, want %x\nx %v", it, id, got, want, x)
+		var gotQ, wantQ [16]byte
+		iq4PackAVX2(&gotQ[0], &x[0], ids[0], &iq4Tables)
+		iq4PackGeneric(wantQ[:], x[:], ids[0])
+		if gotQ != wantQ {
+			t.Fatalf("iter %d id %v: indexes %x, want %x\nx %v", it, ids[0], gotQ, wantQ, x)
 		}
 	}
 }
 
 // TestIQ4WeightsAVX2 compares the vector weights and block maximum with
-// the plain ones on the blocks of TestIQ4TrialsAVX2, on blocks whose
+// the plain ones on the blocks of TestIQ4TrialsPackAVX2, on blocks whose
 // largest magnitude occurs several times with both signs, on blocks of
 // zeros of both signs, with and without importance weights (zeros among
 // them) and at sigma2 up to infinity.
@@ -136,7 +120,7 @@ func TestIQ4WeightsAVX2(t *testing.T) {
 			q = qw[:]
 		}
 		var got, want [32]float32
-		gotMax := iq4WeightsAVX2(&x[0], ptrOrNil(q), sigma2, &got)
+		gotMax := iq4Weights(x[:], q, sigma2, &got)
 		wantMax := iq4WeightsGeneric(x[:], q, sigma2, &want)
 		if math.Float32bits(gotMax) != math.Float32bits(wantMax) {
 			t.Fatalf("iter %d: max %v, want %v\nx %v", it, gotMax, wantMax, x)
@@ -147,11 +131,4 @@ func TestIQ4WeightsAVX2(t *testing.T) {
 			}
 		}
 	}
-}
-
-func ptrOrNil(s []float32) *float32 {
-	if s == nil {
-		return nil
-	}
-	return &s[0]
 }
