@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/ggufkit/ggufkit/gguf"
 )
 
 // Vision towers of multimodal projector files (general.architecture clip),
@@ -324,6 +326,63 @@ func (s *Session) project(ctx context.Context, w *matrix, b []float32, cr *clamp
 	return out, nil
 }
 
+// kernel checks a convolution kernel of the given ggml shape and returns
+// it as the matrix of its outputs (the last dimension), each a row of all
+// the other dimensions' values, read on use like mat's.
+func (l *encLoader) kernel(name string, shape []int, required bool) *matrix {
+	t := l.shaped(name, shape, required)
+	if t == nil {
+		return nil
+	}
+	outs := shape[len(shape)-1]
+	per := 1 // stored rows (of shape[0] values) per output
+	for _, d := range shape[1 : len(shape)-1] {
+		per *= d
+	}
+	t = kernelRows(t, per)
+	return &matrix{name: name, tensor: name, expert: -1, t: t, cols: per * shape[0], rows: outs}
+}
+
+// kernelRows serves t as rows of per stored rows each: contiguous values,
+// and for a block tensor contiguous bytes (its rows are whole blocks).
+func kernelRows(t Tensor, per int) Tensor {
+	g := rowGroups{t, per}
+	if bt, ok := t.(blockTensor); ok {
+		return blockRowGroups{g, bt}
+	}
+	return g
+}
+
+// rowGroups is a Tensor of rows of per rows of the underlying one.
+type rowGroups struct {
+	t   Tensor
+	per int
+}
+
+func (g rowGroups) Shape() []int64 {
+	s := g.t.Shape()
+	n := int64(1)
+	for _, d := range s[1:] {
+		n *= d
+	}
+	return []int64{s[0] * int64(g.per), n / int64(g.per)}
+}
+
+func (g rowGroups) ReadRows(r0, n int, dst []float32) error {
+	return g.t.ReadRows(r0*g.per, n*g.per, dst)
+}
+
+type blockRowGroups struct {
+	rowGroups
+	bt blockTensor
+}
+
+func (g blockRowGroups) blockType() gguf.Type { return g.bt.blockType() }
+
+func (g blockRowGroups) blockRows(r0, n int) ([]byte, error) {
+	return g.bt.blockRows(r0*g.per, n*g.per)
+}
+
 // merger is a Qwen tower's patch merger: each 2×2 block's four states side
 // by side, through a LayerNorm of them all when normW is set (Qwen3-VL's
 // deepstack mergers), fc1, GELU and fc2.
@@ -372,11 +431,12 @@ type Vision struct {
 	// convolution ([Merge][Merge][E][M] in ggml order) and its bias, and
 	// the projector: mm.model.fc, the LayerNorm mm.post_norm, then a
 	// SwiGLU of mm.up / mm.gate / mm.down.
-	normEmbd, glmMerger, glmMergerB []float32
-	postNormW, postNormB            []float32
-	projUp, projGate, projDown      *matrix
-	projUpB, projGateB, projDownB   []float32
-	glmMergerOut, glmFCOut, glmFF   int
+	normEmbd, glmMergerB          []float32
+	glmMerger                     *matrix
+	postNormW, postNormB          []float32
+	projUp, projGate, projDown    *matrix
+	projUpB, projGateB, projDownB []float32
+	glmMergerOut, glmFCOut, glmFF int
 	// Pixtral's projector (mm.1, mm.2), Mistral 3's norm and patch merger
 	// before it, and the [IMG_BREAK] embedding that ends each row of image
 	// tokens but the last.
@@ -420,7 +480,7 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		v.loadSquarePositions(l)
 		k := c.Merge
 		v.glmMergerOut = tensorDim(w, "mm.patch_merger.weight", 3)
-		v.glmMerger = l.getN("mm.patch_merger.weight", []int{k, k, n, v.glmMergerOut}, true)
+		v.glmMerger = l.kernel("mm.patch_merger.weight", []int{k, k, n, v.glmMergerOut}, true)
 		v.glmMergerB = l.get("mm.patch_merger.bias", v.glmMergerOut, 1, true)
 		v.glmFCOut = tensorDim(w, "mm.model.fc.weight", 1)
 		v.mmFC = l.mat("mm.model.fc.weight", v.glmMergerOut, v.glmFCOut, true)
@@ -1113,19 +1173,19 @@ func (v *Vision) twoLayers(ctx context.Context, s *Session, x [][]float32, act f
 func (v *Vision) glm4vProjector(ctx context.Context, s *Session, x [][]float32) ([][]float32, error) {
 	c := v.Config
 	n, kk := c.Embd, c.Merge*c.Merge
-	merged := alloc2(len(x)/kk, v.glmMergerOut)
-	in := make([]float32, kk*n)
-	for o := range merged {
+	in := alloc2(len(x)/kk, kk*n)
+	for o, row := range in {
 		// The convolution's input is [E][Merge][Merge] (channel, row,
 		// column), its kernel the same per output.
 		for i := range kk {
 			for ch, val := range x[kk*o+i] {
-				in[ch*kk+i] = val
+				row[ch*kk+i] = val
 			}
 		}
-		for m := range merged[o] {
-			merged[o][m] = dotF32(v.glmMerger[m*len(in):(m+1)*len(in)], in) + v.glmMergerB[m]
-		}
+	}
+	merged, err := s.project(ctx, v.glmMerger, v.glmMergerB, nil, in)
+	if err != nil {
+		return nil, err
 	}
 	fc, err := s.project(ctx, v.mmFC, nil, nil, merged)
 	if err != nil {
