@@ -393,8 +393,8 @@ type merger struct {
 
 // Vision is a vision tower with its projector: the linears' weights read
 // on use from their stored blocks (Weights, a GGUF's memory map), the
-// small tensors (norms, biases, position tables, convolution kernels)
-// decoded to float32.
+// small tensors (norms, biases, position tables, patch kernels, Gemma 3's
+// input projection) decoded to float32.
 type Vision struct {
 	Config *VisionConfig
 	// patch[1] is the Qwen towers' second temporal kernel, [E][3][P][P] each.
