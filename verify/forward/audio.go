@@ -105,9 +105,9 @@ type Audio struct {
 	// a position: the second convolution has stride 2).
 	MaxFrames int
 	// Qwen2-Audio's projector is mm.a.fc; Voxtral's mm.a.mlp.1, erf GELU,
-	// mm.a.mlp.2 (the blocks' mm1 and mm2).
-	fc  *matrix
-	fcB []float32
+	// mm.a.mlp.2.
+	fc, mlp1, mlp2    *matrix
+	fcB, mlp1B, mlp2B []float32
 }
 
 // LoadAudio reads an audio encoder's weights (ErrWeights for a missing
@@ -128,9 +128,8 @@ func LoadAudio(c *AudioConfig, w Weights) (*Audio, error) {
 	a.blocks.loadLayers(l, "a.")
 	if c.Projector == projVoxtral {
 		hidden := tensorDim(w, "mm.a.mlp.1.weight", 1)
-		b := a.blocks
-		b.mm1, b.mm1B = l.mat("mm.a.mlp.1.weight", n*c.Stack, hidden, true), l.get("mm.a.mlp.1.bias", hidden, 1, false)
-		b.mm2, b.mm2B = l.mat("mm.a.mlp.2.weight", hidden, c.ProjDim, true), l.get("mm.a.mlp.2.bias", c.ProjDim, 1, false)
+		a.mlp1, a.mlp1B = l.mat("mm.a.mlp.1.weight", n*c.Stack, hidden, true), l.get("mm.a.mlp.1.bias", hidden, 1, false)
+		a.mlp2, a.mlp2B = l.mat("mm.a.mlp.2.weight", hidden, c.ProjDim, true), l.get("mm.a.mlp.2.bias", c.ProjDim, 1, false)
 	} else {
 		a.fc, a.fcB = l.mat("mm.a.fc.weight", n, c.ProjDim, true), l.get("mm.a.fc.bias", c.ProjDim, 1, true)
 	}
@@ -189,7 +188,7 @@ func (a *Audio) Features(ctx context.Context, mel []float32, frames, threads int
 	if a.fc != nil {
 		return s.project(ctx, a.fc, a.fcB, nil, in)
 	}
-	return a.blocks.twoLayers(ctx, s, in, geluErf)
+	return s.twoLayers(ctx, a.mlp1, a.mlp1B, geluErf, a.mlp2, a.mlp2B, in)
 }
 
 // conv1d is ggml_conv_1d_ph with erf GELU after it: a kernel of 3 over the

@@ -1149,12 +1149,13 @@ func (v *Vision) shuffleProjector(ctx context.Context, s *Session, x [][]float32
 	if c.Projector == projIdefics {
 		return s.project(ctx, v.mmFC, nil, nil, in)
 	}
-	return v.twoLayers(ctx, s, in, gelu)
+	return s.twoLayers(ctx, v.mm1, v.mm1B, gelu, v.mm2, v.mm2B, in)
 }
 
-// twoLayers is a two-layer projector over every row of x: mm.1, act, mm.2.
-func (v *Vision) twoLayers(ctx context.Context, s *Session, x [][]float32, act func(float32) float32) ([][]float32, error) {
-	hidden, err := s.project(ctx, v.mm1, v.mm1B, nil, x)
+// twoLayers is a two-layer projector over every row of x: w1 (+ b1), act,
+// w2 (+ b2).
+func (s *Session) twoLayers(ctx context.Context, w1 *matrix, b1 []float32, act func(float32) float32, w2 *matrix, b2 []float32, x [][]float32) ([][]float32, error) {
+	hidden, err := s.project(ctx, w1, b1, nil, x)
 	if err != nil {
 		return nil, err
 	}
@@ -1163,7 +1164,7 @@ func (v *Vision) twoLayers(ctx context.Context, s *Session, x [][]float32, act f
 			row[j] = act(h)
 		}
 	}
-	return s.project(ctx, v.mm2, v.mm2B, nil, hidden)
+	return s.project(ctx, w2, b2, nil, hidden)
 }
 
 // glm4vProjector is clip_graph_glm4v's: each 2×2 block of tokens (in the
@@ -1268,16 +1269,7 @@ func (v *Vision) merge(ctx context.Context, s *Session, x [][]float32, mg *merge
 			layerNorm(row, row, mg.normW, mg.normB, c.Eps)
 		}
 	}
-	hidden, err := s.project(ctx, mg.fc1, mg.fc1B, nil, in)
-	if err != nil {
-		return nil, err
-	}
-	for _, row := range hidden {
-		for j, h := range row {
-			row[j] = gelu(h)
-		}
-	}
-	return s.project(ctx, mg.fc2, mg.fc2B, nil, hidden)
+	return s.twoLayers(ctx, mg.fc1, mg.fc1B, gelu, mg.fc2, mg.fc2B, in)
 }
 
 // pixtralProjector is clip_graph_pixtral's projection: with Mistral 3's
@@ -1311,7 +1303,7 @@ func (v *Vision) pixtralProjector(ctx context.Context, s *Session, x [][]float32
 		}
 		x = merged
 	}
-	tokens, err := v.twoLayers(ctx, s, x, gelu)
+	tokens, err := s.twoLayers(ctx, v.mm1, v.mm1B, gelu, v.mm2, v.mm2B, x)
 	if err != nil {
 		return nil, err
 	}
