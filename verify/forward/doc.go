@@ -18,8 +18,11 @@
 // Qwen2.5-VL, Qwen3-VL, Pixtral / Mistral 3, SmolVLM, LFM2-VL, InternVL,
 // GLM-4.1V / GLM-4.5V, Gemma 4) on a preprocessed image, and audio.go the
 // Whisper-style encoders of Qwen2-Audio and Voxtral (whisper-enc.cpp) on a
-// log-mel input; their
-// weights are decoded to float32 and multiplied in float32.
+// log-mel input. Their linears (attention, feed-forward, projector, GLM-4V's
+// merger convolution) are the text models' products on the stored blocks
+// (below), every token of the image or input in one batch; only their small
+// tensors (norms, biases, position tables, the patch and audio convolution
+// kernels, Gemma 3's transposed input projection) are decoded to float32.
 //
 // A model is described by GGUF metadata (ParseConfig reads it the way
 // llama_model_base::load_hparams and each load_arch_hparams do, with the same
