@@ -44,7 +44,7 @@ func loadAudio(t *testing.T, f *ggufread.File) *Audio {
 // features with transformers' (float32, eager attention), within the
 // vision towers' limits; it also checks that TestMel is that input.
 func TestAudioTransformers(t *testing.T) {
-	for _, name := range []string{"qwen2audio", "voxtral"} {
+	for _, name := range []string{"qwen2audio", "voxtral", "gemma4"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(fixtures, name, "mmproj")
 			raw, err := os.ReadFile(filepath.Join(dir, "audio.json"))
