@@ -63,7 +63,6 @@ type g4aLayer struct {
 	pw1, pw2          g4aLinear
 	dw, dwB           []float32 // [E][g4aKernel] taps, optional bias
 	out               []float32
-	relK              [][]float32 // kRel · the sinusoidal table, per relative position (0..g4aPast)
 }
 
 // gemma4Audio is the conformer tower with its embedder.
@@ -79,6 +78,8 @@ type gemma4Audio struct {
 	outProj     g4aLinear
 	softNorm    []float32
 	embed       g4aLinear
+	// positions is the sinusoidal table of the relative positions.
+	positions [][]float32
 }
 
 // clampedMat reads a linear with its clamp bounds.
@@ -111,7 +112,7 @@ func loadGemma4Audio(c *AudioConfig, w Weights) (*gemma4Audio, error) {
 	g.inProj = clampedMat(l, "a.input_projection", width, n, true)
 	g.inProj.b = l.get("a.input_projection.bias", n, 1, false)
 	hd := n / c.Heads
-	table := g4aPositions(n)
+	g.positions = g4aPositions(n)
 	for il := range c.Layers {
 		p := fmt.Sprintf("a.blk.%d.", il)
 		ffn := func(sfx string) g4aFFN {
@@ -145,17 +146,6 @@ func loadGemma4Audio(c *AudioConfig, w Weights) (*gemma4Audio, error) {
 	g.embed = clampedMat(l, "mm.a.input_projection", outDim, c.ProjDim, true)
 	if l.err != nil {
 		return nil, l.err
-	}
-	s := towerSession(1)
-	for i := range g.layers {
-		L := &g.layers[i]
-		if L.kRel == nil {
-			continue
-		}
-		var err error
-		if L.relK, err = s.project(context.Background(), L.kRel, nil, nil, table); err != nil {
-			return nil, fmt.Errorf("tensor %s: %w", L.kRel.name, err)
-		}
 	}
 	return g, nil
 }
@@ -353,6 +343,13 @@ func (g *gemma4Audio) attention(ctx context.Context, s *Session, L *g4aLayer, h 
 	if err != nil {
 		return nil, err
 	}
+	// relK is attn_k_rel of the sinusoidal table, per relative position.
+	var relK [][]float32
+	if L.kRel != nil {
+		if relK, err = s.project(ctx, L.kRel, nil, nil, g.positions); err != nil {
+			return nil, err
+		}
+	}
 	hd := g.embd / g.heads
 	qs := float32(1/math.Sqrt(float64(hd))) / float32(math.Ln2)
 	ks := float32(math.Log(1+math.E)) / float32(math.Ln2)
@@ -380,8 +377,8 @@ func (g *gemma4Audio) attention(ctx context.Context, s *Session, L *g4aLayer, h 
 			for j := range sc {
 				kt := lo + j
 				x := dotF32(k[kt][hh*hd:(hh+1)*hd], qh)
-				if L.relK != nil {
-					x += dotF32(L.relK[i-kt][hh*hd:(hh+1)*hd], qh)
+				if relK != nil {
+					x += dotF32(relK[i-kt][hh*hd:(hh+1)*hd], qh)
 				}
 				sc[j] = float32(math.Tanh(float64(x*inv))) * g4aSoftcap
 			}
