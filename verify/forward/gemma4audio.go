@@ -25,9 +25,9 @@ const projGemma4A = "gemma4a"
 // weight of the half-step FFNs, the norms' epsilon, the logit cap, the
 // depthwise kernel), hard-coded there whatever the file's keys say.
 const (
-	g4aChunk   = 12 // attention_chunk_size
-	g4aPast    = 12 // attention_context_left − 1: positions a query sees before itself, itself included
-	g4aRPE     = g4aPast + 1
+	g4aChunk   = 12          // attention_chunk_size
+	g4aPast    = 12          // attention_context_left − 1: the positions a query sees, itself and the 11 before it
+	g4aRPE     = g4aPast + 1 // relative positions of the sinusoidal table, 0..g4aPast
 	g4aEps     = 1e-6
 	g4aSoftcap = 50
 	g4aKernel  = 5
