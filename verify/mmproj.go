@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -42,11 +43,19 @@ type Tower struct {
 // projectorRule is the tensor table of one projector type. Shapes are in
 // ggml order over symbols: E (tower width), F (FFN width), D (projection
 // dim, the text model's width), P (patch size), M (E × spatial merge²),
-// "" (any size).
+// H (E / attention heads), a number (that size), "" (any size).
 type projectorRule struct {
 	what string
-	// tensors are required outside the blocks.
-	tensors []tensorRule
+	// tensors are required outside the blocks, optional checked when
+	// present (llama.cpp's loader reads them with required false).
+	tensors, optional []tensorRule
+	// blocks, when set, replace the generic block tensors below: those of
+	// every block, named after "<tower>.blk.<i>.", required and optional.
+	blocks, optionalBlocks []tensorRule
+	// clamped: each 2-D weight may have the one-value clamp bounds
+	// <base>.input_min, .input_max, .output_min, .output_max of Gemma 4's
+	// clippable linears.
+	clamped bool
 	// gate: the blocks' FFN is gated (ffn_gate); qkv: fused QKV.
 	gate, qkv bool
 	// deepstack: the blocks clip.vision.is_deepstack_layers flags have
@@ -123,6 +132,26 @@ var projectorRules = map[string]projectorRule{
 		"when the checkpoint has one, a conformer audio tower: clip.audio.projector_type gemma4a)", gate: true,
 		tensors: []tensorRule{{"v.patch_embd.weight", []string{"P", "P", "", "E"}}, {"v.position_embd.weight", []string{"E", "", ""}},
 			{"mm.input_projection.weight", []string{"E", "D"}}}},
+	"gemma4a": {what: "Gemma 4's audio tower: conformer with two stride-2 subsampling convolutions, half-step FFNs, chunked local " +
+		"attention with relative positions, a light convolution module and clipped linears; RMS-normed linear projector", clamped: true,
+		tensors: []tensorRule{{"a.conv1d.0.weight", []string{"3", "3", "1", ""}}, {"a.conv1d.1.weight", []string{"3", "3", "", ""}},
+			{"a.input_projection.weight", []string{"", "E"}}},
+		optional: []tensorRule{{"a.conv1d.0.norm.weight", []string{""}}, {"a.conv1d.1.norm.weight", []string{""}},
+			{"a.input_projection.bias", []string{"E"}}, {"a.pre_encode.out.weight", []string{"E", ""}}, {"a.pre_encode.out.bias", []string{""}},
+			{"mm.a.soft_emb_norm.weight", []string{""}}, {"mm.a.input_projection.weight", []string{"", "D"}}},
+		blocks: []tensorRule{{"attn_out.weight", []string{"E", "E"}}, {"ffn_norm.weight", []string{"E"}}, {"ffn_up.weight", []string{"E", "F"}},
+			{"ffn_down.weight", []string{"F", "E"}}, {"conv_pw1.weight", []string{"E", ""}}, {"conv_dw.weight", []string{"5", "E"}},
+			{"conv_pw2.weight", []string{"E", "E"}}, {"ffn_norm_1.weight", []string{"E"}}, {"ffn_up_1.weight", []string{"E", "F"}},
+			{"ffn_down_1.weight", []string{"F", "E"}}},
+		optionalBlocks: []tensorRule{{"attn_q.weight", []string{"E", "E"}}, {"attn_k.weight", []string{"E", "E"}},
+			{"attn_v.weight", []string{"E", "E"}}, {"attn_out.bias", []string{"E"}}, {"ln1.weight", []string{"E"}},
+			{"attn_pre_norm.weight", []string{"E"}}, {"attn_post_norm.weight", []string{"E"}}, {"per_dim_scale.weight", []string{"H"}},
+			{"per_dim_k_scale.weight", []string{"H"}}, {"attn_k_rel.weight", []string{"E", "E"}}, {"conv_norm.weight", []string{"E"}},
+			{"conv_norm.bias", []string{"E"}}, {"norm_conv.weight", []string{"E"}}, {"norm_conv.bias", []string{"E"}},
+			{"conv_pw1.bias", []string{""}}, {"conv_dw.bias", []string{"E"}}, {"conv_pw2.bias", []string{"E"}},
+			{"ffn_up.bias", []string{"F"}}, {"ffn_down.bias", []string{"E"}}, {"ffn_post_norm.weight", []string{"E"}},
+			{"ffn_up_1.bias", []string{"F"}}, {"ffn_down_1.bias", []string{"E"}}, {"ffn_post_norm_1.weight", []string{"E"}},
+			{"ln2.weight", []string{"E"}}}},
 	"llama4": {what: "Llama 4: tower with a class embedding, pixel-shuffle MLP adapter, linear projector", ln2: "attn_post_norm",
 		tensors: []tensorRule{{"v.patch_embd.weight", []string{"", "E"}}, {"v.class_embd", []string{"E"}},
 			{"v.position_embd.weight", []string{"E", ""}}, {"v.pre_ln.weight", []string{"E"}}, {"v.post_ln.weight", []string{"E"}},
@@ -255,33 +284,70 @@ func (v *verifier) checkMMProj() {
 			"its tensors' values; it has no forward pass of its towers (it has one of the vision towers of "+
 			strings.Join(forward.VisionProjectors, ", ")+" and of the audio encoders of "+strings.Join(forward.AudioProjectors, ", ")+")")
 	}
-	if !info.Known {
+	// A file with a projector type per tower (Gemma 4) has a table per
+	// tower; else clip.projector_type's table covers the file, its blocks
+	// those of the vision tower, else of the audio one.
+	vproj, vok := strKey(v.f, "clip.vision.projector_type")
+	aproj, aok := strKey(v.f, "clip.audio.projector_type")
+	if !vok || !aok {
+		t, tower := info.Vision, "v"
+		if t == nil {
+			t, tower = info.Audio, "a"
+		}
+		v.checkTower(info.Projector, tower, t, len(probs) > 0)
+		return
+	}
+	v.checkTower(vproj, "v", info.Vision, len(probs) > 0)
+	v.checkTower(aproj, "a", info.Audio, len(probs) > 0)
+}
+
+func strKey(f *File, key string) (string, bool) {
+	v, ok := f.KV(key)
+	if !ok {
+		return "", false
+	}
+	return v.Str()
+}
+
+// checkTower checks the tensors projector proj's table lists, the blocks
+// those of tower ("v" or "a") t, their shapes against t's keys (skipped
+// when they are broken).
+func (v *verifier) checkTower(proj, tower string, t *Tower, badKeys bool) {
+	rule, known := projectorRules[proj]
+	if !known {
 		v.rep.Warnings = append(v.rep.Warnings, fmt.Sprintf("projector type %q: ggufkit has no tensor table for it "+
-			"(known: %s); only the keys and values are checked", info.Projector, strings.Join(knownProjectors(), ", ")))
+			"(known: %s); only the keys and values are checked", proj, strings.Join(knownProjectors(), ", ")))
 		return
 	}
-	t, tower := info.Vision, "v"
-	if t == nil {
-		t, tower = info.Audio, "a"
-	}
-	if t == nil || len(probs) > 0 {
+	if t == nil || badKeys {
 		return
 	}
-	rule := projectorRules[info.Projector]
 	merge := int64(1)
 	if x, ok := v.f.KV("clip.vision.spatial_merge_size"); ok {
 		merge, _ = x.Int()
-	} else if strings.HasPrefix(info.Projector, "qwen") {
+	} else if strings.HasPrefix(proj, "qwen") {
 		merge = 2
 	}
 	sym := map[string]int64{"E": t.Embedding, "F": t.FeedForward, "D": t.ProjectionDim, "P": t.PatchSize, "M": t.Embedding * merge * merge}
-	want := slices.Clone(rule.tensors)
+	if t.Heads > 0 {
+		sym["H"] = t.Embedding / t.Heads
+	}
+	want, opt := slices.Clone(rule.tensors), slices.Clone(rule.optional)
 	ffn := "F"
 	if rule.anyFFN {
 		ffn = ""
 	}
 	for i := range t.Blocks {
 		p := fmt.Sprintf("%s.blk.%d.", tower, i)
+		if rule.blocks != nil {
+			for _, r := range rule.blocks {
+				want = append(want, tensorRule{p + r.name, r.shape})
+			}
+			for _, r := range rule.optionalBlocks {
+				opt = append(opt, tensorRule{p + r.name, r.shape})
+			}
+			continue
+		}
 		ln2 := cmp.Or(rule.ln2, "ln2")
 		want = append(want, tensorRule{p + "ln1.weight", []string{"E"}}, tensorRule{p + ln2 + ".weight", []string{"E"}},
 			tensorRule{p + "attn_out.weight", []string{"E", "E"}}, tensorRule{p + "ffn_up.weight", []string{"E", ffn}},
@@ -308,14 +374,30 @@ func (v *verifier) checkMMProj() {
 			}
 		}
 	}
+	if rule.clamped {
+		for _, r := range slices.Concat(want, opt) {
+			if base, ok := strings.CutSuffix(r.name, ".weight"); ok && len(r.shape) == 2 {
+				for _, b := range []string{".input_min", ".input_max", ".output_min", ".output_max"} {
+					opt = append(opt, tensorRule{base + b, []string{"1"}})
+				}
+			}
+		}
+	}
 	for _, r := range want {
 		ti, ok := v.f.Tensor(r.name)
 		if !ok {
-			v.fail(CheckTensors, r.name, fmt.Sprintf("missing (projector %s needs it)", info.Projector))
+			v.fail(CheckTensors, r.name, fmt.Sprintf("missing (projector %s needs it)", proj))
 			continue
 		}
 		if msg := shapeMismatch(ti.Shape, r.shape, sym); msg != "" {
 			v.fail(CheckTensors, r.name, msg)
+		}
+	}
+	for _, r := range opt {
+		if ti, ok := v.f.Tensor(r.name); ok {
+			if msg := shapeMismatch(ti.Shape, r.shape, sym); msg != "" {
+				v.fail(CheckTensors, r.name, msg)
+			}
 		}
 	}
 }
@@ -329,6 +411,12 @@ func shapeMismatch(got []uint64, want []string, sym map[string]int64) string {
 		if s == "" {
 			continue
 		}
+		if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+			if n != got[i] {
+				return fmt.Sprintf("shape %v: dimension %d is %d, the projector needs %d", got, i, got[i], n)
+			}
+			continue
+		}
 		if n := sym[s]; uint64(n) != got[i] {
 			return fmt.Sprintf("shape %v: dimension %d is %d, the clip.* keys give %d (%s)", got, i, got[i], n, symbolName[s])
 		}
@@ -337,7 +425,7 @@ func shapeMismatch(got []uint64, want []string, sym map[string]int64) string {
 }
 
 var symbolName = map[string]string{"E": "embedding_length", "F": "feed_forward_length", "D": "projection_dim",
-	"P": "patch_size", "M": "embedding_length × spatial_merge_size²"}
+	"P": "patch_size", "M": "embedding_length × spatial_merge_size²", "H": "embedding_length / attention.head_count"}
 
 func knownProjectors() []string {
 	var names []string
