@@ -43,7 +43,8 @@ type Tower struct {
 // projectorRule is the tensor table of one projector type. Shapes are in
 // ggml order over symbols: E (tower width), F (FFN width), D (projection
 // dim, the text model's width), P (patch size), M (E × spatial merge²),
-// H (E / attention heads), a number (that size), "" (any size).
+// 2E (twice E), H (E / attention heads), a number (that size), "" (any
+// size).
 type projectorRule struct {
 	what string
 	// tensors are required outside the blocks, optional checked when
@@ -140,7 +141,7 @@ var projectorRules = map[string]projectorRule{
 			{"a.input_projection.bias", []string{"E"}}, {"a.pre_encode.out.weight", []string{"E", ""}}, {"a.pre_encode.out.bias", []string{""}},
 			{"mm.a.soft_emb_norm.weight", []string{""}}, {"mm.a.input_projection.weight", []string{"", "D"}}},
 		blocks: []tensorRule{{"attn_out.weight", []string{"E", "E"}}, {"ffn_norm.weight", []string{"E"}}, {"ffn_up.weight", []string{"E", "F"}},
-			{"ffn_down.weight", []string{"F", "E"}}, {"conv_pw1.weight", []string{"E", ""}}, {"conv_dw.weight", []string{"5", "E"}},
+			{"ffn_down.weight", []string{"F", "E"}}, {"conv_pw1.weight", []string{"E", "2E"}}, {"conv_dw.weight", []string{"5", "E"}},
 			{"conv_pw2.weight", []string{"E", "E"}}, {"ffn_norm_1.weight", []string{"E"}}, {"ffn_up_1.weight", []string{"E", "F"}},
 			{"ffn_down_1.weight", []string{"F", "E"}}},
 		optionalBlocks: []tensorRule{{"attn_q.weight", []string{"E", "E"}}, {"attn_k.weight", []string{"E", "E"}},
@@ -328,7 +329,8 @@ func (v *verifier) checkTower(proj, tower string, t *Tower, badKeys bool) {
 	} else if strings.HasPrefix(proj, "qwen") {
 		merge = 2
 	}
-	sym := map[string]int64{"E": t.Embedding, "F": t.FeedForward, "D": t.ProjectionDim, "P": t.PatchSize, "M": t.Embedding * merge * merge}
+	sym := map[string]int64{"E": t.Embedding, "F": t.FeedForward, "D": t.ProjectionDim, "P": t.PatchSize, "M": t.Embedding * merge * merge,
+		"2E": 2 * t.Embedding}
 	if t.Heads > 0 {
 		sym["H"] = t.Embedding / t.Heads
 	}
@@ -425,7 +427,8 @@ func shapeMismatch(got []uint64, want []string, sym map[string]int64) string {
 }
 
 var symbolName = map[string]string{"E": "embedding_length", "F": "feed_forward_length", "D": "projection_dim",
-	"P": "patch_size", "M": "embedding_length × spatial_merge_size²", "H": "embedding_length / attention.head_count"}
+	"P": "patch_size", "M": "embedding_length × spatial_merge_size²", "H": "embedding_length / attention.head_count",
+	"2E": "2 × embedding_length"}
 
 func knownProjectors() []string {
 	var names []string

@@ -77,20 +77,14 @@ func TestMMProj(t *testing.T) {
 // with the shapes fail naming the audio tensor (and no vision one).
 func TestMMProjGemma4Audio(t *testing.T) {
 	dir := assembleFixture(t, "gemma4")
-	files := map[string]*File{}
 	for _, outType := range []string{"f32", "f16", "q8_0"} {
 		t.Run(outType, func(t *testing.T) {
-			f := open(t, convertMMProj(t, dir, outType))
-			files[outType] = f
-			if got := mmprojProblems(f); got != "" {
+			if got := mmprojProblems(open(t, convertMMProj(t, dir, outType))); got != "" {
 				t.Fatalf("structure:\n%s", got)
 			}
 		})
 	}
-	f := files["f16"]
-	if f == nil {
-		t.Fatal("no F16 conversion")
-	}
+	f := open(t, convertMMProj(t, dir, "f16"))
 	drop := func(name string) func(*File) {
 		return func(b *File) {
 			b.Tensors = slices.DeleteFunc(b.Tensors, func(ti gguf.TensorInfo) bool { return ti.Name == name })
@@ -125,6 +119,7 @@ func TestMMProjGemma4Audio(t *testing.T) {
 		{"second half-step FFN missing", drop("a.blk.0.ffn_down_1.weight"), "a.blk.0.ffn_down_1.weight: missing"},
 		{"two-channel input convolution", reshape("a.conv1d.0.weight", 3, 3, 2, 8), "a.conv1d.0.weight: shape [3 3 2 8]: dimension 2 is 2, the projector needs 1"},
 		{"depthwise kernel of 3", reshape("a.blk.0.conv_dw.weight", 3, 16), "a.blk.0.conv_dw.weight: shape [3 16]"},
+		{"pointwise convolution without its gate half", reshape("a.blk.0.conv_pw1.weight", 16, 16), "a.blk.0.conv_pw1.weight: shape [16 16]: dimension 1 is 16, the clip.* keys give 32 (2 × embedding_length)"},
 		{"relative-position keys misshapen", reshape("a.blk.0.attn_k_rel.weight", 16, 8), "a.blk.0.attn_k_rel.weight: shape [16 8]"},
 		{"per_dim_scale over the width", reshape("a.blk.0.per_dim_scale.weight", 16), "a.blk.0.per_dim_scale.weight: shape [16]: dimension 0 is 16, the clip.* keys give 8"},
 		{"clamp bound not a scalar", reshape("a.blk.0.attn_q.input_max", 2), "a.blk.0.attn_q.input_max: shape [2]"},
