@@ -133,6 +133,11 @@ var projectorRules = map[string]projectorRule{
 		"when the checkpoint has one, a conformer audio tower: clip.audio.projector_type gemma4a)", gate: true,
 		tensors: []tensorRule{{"v.patch_embd.weight", []string{"P", "P", "", "E"}}, {"v.position_embd.weight", []string{"E", "", ""}},
 			{"mm.input_projection.weight", []string{"E", "D"}}}},
+	// gemma4a: required what clip.cpp's loader requires; the rest is
+	// optional there, the graph skipping a module (the attention without
+	// attn_q/k/v, the embedder's projection without mm.a.input_projection)
+	// or a norm without it. a.conv1d.<i>.bias, which no converter writes,
+	// is not checked.
 	"gemma4a": {what: "Gemma 4's audio tower: conformer with two stride-2 subsampling convolutions, half-step FFNs, chunked local " +
 		"attention with relative positions, a light convolution module and clipped linears; RMS-normed linear projector", clamped: true,
 		tensors: []tensorRule{{"a.conv1d.0.weight", []string{"3", "3", "1", ""}}, {"a.conv1d.1.weight", []string{"3", "3", "", ""}},
