@@ -11,6 +11,54 @@ import (
 // tag turns it off, and TestEncodeAsmMatchesGeneric checks it against the
 // Go form.
 
+// iq1GridCodes holds the points of the IQ1 grid (iq1KGrid2048: level l of
+// coordinate i in bits 2i, 2i+1) widened to 32 bits for the kernel's
+// gather.
+var iq1GridCodes = func() (t [2048]uint32) {
+	for j, p := range iq1KGrid2048 {
+		t[j] = uint32(p)
+	}
+	return t
+}()
+
+// iq1NearestAVX2 is nearest2Generic over the IQ1 grid, eight neighbours in
+// the lanes: it reads the grid indices nb[0 : n rounded up to 8] (those
+// past n only as memory, masked to the grid), gathers their points from
+// codes, and computes each lane's distance in ggml's order (sv[l] − x[i],
+// (w[i]·e)·e, the sum in index order). It returns the position of the first
+// neighbour with the smallest distance below FLT_MAX, or −1. scratch gets
+// the broadcasts of x and w.
+//
+//go:noescape
+func iq1NearestAVX2(nb *uint16, n int, codes *[2048]uint32, x, w, sv *[8]float32, scratch *[16][8]float32) int
+
+// nearest2 is the neighbour search of bestNeighbour2; g must be the IQ1
+// grid (the kernel reads its points from iq1GridCodes).
+func (g *iq2Grid) nearest2(nb []uint16, x, wa, sv *[8]float32) int {
+	if !useAVX2 || len(g.levels) != len(iq1GridCodes) {
+		return g.nearest2Generic(nb, x, wa, sv)
+	}
+	// The kernel reads whole vectors of eight indices; past the end of the
+	// neighbour array the list is copied first.
+	n := len(nb)
+	r := (n + 7) &^ 7
+	var buf [256]uint16
+	p := &buf[0]
+	switch {
+	case r <= cap(nb):
+		p = &nb[:r][0]
+	case r <= len(buf):
+		copy(buf[:], nb)
+	default:
+		return g.nearest2Generic(nb, x, wa, sv)
+	}
+	var scratch [16][8]float32
+	if pos := iq1NearestAVX2(p, n, &iq1GridCodes, x, wa, sv, &scratch); pos >= 0 {
+		return pos
+	}
+	return 0
+}
+
 // iq1mPassAVX2 evaluates, after setI1, the candidates of the eight
 // boundaries i2 whose prefix sums start at tab (&iq1mSearch.tab[0][i2]),
 // all four shift combinations each, and returns a bit per i2 (lane) set

@@ -75,14 +75,21 @@ func iq1SortOrder(idx []uint8, xb []float32) {
 // file comment).
 func (g *iq2Grid) bestNeighbour2(m int32, xval, w []float32, scale float32, xx *[3]float32, L []uint8) int {
 	nb := g.neighboursOf(m)
-	x := (*[8]float32)(xval[:8])
-	wa := (*[8]float32)(w[:8])
-	best := float32(math.MaxFloat32)
-	gi := int(nb[0])
 	// The three scaled values scale·xx[l], ggml's rounded products; a level
-	// (0..2) indexes them masked to two bits.
-	sv := [4]float32{scale * xx[0], scale * xx[1], scale * xx[2]}
-	for _, j := range nb {
+	// (0..2) indexes them masked to two bits (sv[3] and sv[7] are never
+	// read; the kernel indexes with three bits).
+	sv := [8]float32{scale * xx[0], scale * xx[1], scale * xx[2], 0, scale * xx[0], scale * xx[1], scale * xx[2]}
+	gi := int(nb[g.nearest2(nb, (*[8]float32)(xval[:8]), (*[8]float32)(w[:8]), &sv)])
+	copy(L[:8], g.levels[gi][:])
+	return gi
+}
+
+// nearest2Generic is the search of bestNeighbour2 in Go: the position in nb
+// of the first neighbour with the smallest distance below FLT_MAX, or 0.
+func (g *iq2Grid) nearest2Generic(nb []uint16, x, wa, sv *[8]float32) int {
+	best := float32(math.MaxFloat32)
+	pos := 0
+	for q, j := range nb {
 		// ggml's loop over the eight coordinates, unrolled: the products
 		// are independent, the sum runs in index order.
 		p := &g.levels[j]
@@ -103,11 +110,10 @@ func (g *iq2Grid) bestNeighbour2(m int32, xval, w []float32, scale float32, xx *
 		d2 += float32(float32(wa[6]*e6) * e6)
 		d2 += float32(float32(wa[7]*e7) * e7)
 		if d2 < best {
-			best, gi = d2, int(j)
+			best, pos = d2, q
 		}
 	}
-	copy(L[:8], g.levels[gi][:])
-	return gi
+	return pos
 }
 
 // iq1Snap looks up the group of eight levels L[8k:8k+8] on the grid; an
