@@ -59,53 +59,68 @@ func (g *iq2Grid) nearest2(nb []uint16, x, wa, sv *[8]float32) int {
 	return 0
 }
 
-// iq1mPassAVX2 evaluates, after setI1, the candidates of the eight
-// boundaries i2 whose prefix sums start at tab (&iq1mSearch.tab[0][i2]),
-// all four shift combinations each, and returns a bit per i2 (lane) set
-// when some combination has Σq² > 0 and Σqx² > best·Σq², each product
-// rounded as ggml's. out gets Σqx of combination k and lane j at 16k+j,
-// Σq² at 16k+8+j.
+// iq1mSearchAVX2 is the split search of one IQ1_M group after the prefix
+// sums: for each i1, the candidates of two boundaries i2, i2+1 in the
+// lanes of a vector, lane 4j+k holding i2+j and the shift combination k,
+// so that the lanes run in ggml's order (i1, i2, k). Each lane computes Σqx
+// and Σq² as ggml does, from the lane constants in lanes (iq1mLanes), and
+// is tested against the best score so far (Σq² > 0 and Σqx² > best·Σq²).
+// When a lane passes, the candidates of the vector are taken in order: the
+// first passing lane becomes the best (scale Σqx/Σq², score scale·Σqx, the
+// vector's quotients computed together), the lanes after it are tested
+// again against the new score, and so on; lanes that fail against the
+// running best are exactly those ggml's scan skips. It returns the best
+// candidate, k = −1 when there is none. lanes[8:10] is scratch.
 //
 //go:noescape
-func iq1mPassAVX2(c *[16]float32, tab *float32, out *[64]float32) int
+func iq1mSearchAVX2(tab *[4][24]float32, lanes *[10][8]float32) (i1, i2, k int, scale float32)
+
+// iq1mLaneConsts are lanes[4:8] of iq1mSearchAVX2, per lane 4j+k the
+// constants of the halves' shifts in the combination k: cp1 or cm1 for
+// half 0 and half 1, then cp2 or cm2 for half 0 and half 1 (see setI1).
+var iq1mLaneConsts = func() (c [4][8]float32) {
+	cp1 := float32(iq1XP[0]*iq1XP[0]) - float32(iq1XP[1]*iq1XP[1])
+	cp2 := float32(iq1XP[1]*iq1XP[1]) - float32(iq1XP[2]*iq1XP[2])
+	cm1 := float32(iq1XM[0]*iq1XM[0]) - float32(iq1XM[1]*iq1XM[1])
+	cm2 := float32(iq1XM[1]*iq1XM[1]) - float32(iq1XM[2]*iq1XM[2])
+	for l := range 8 {
+		k := l % 4
+		c[0][l], c[1][l], c[2][l], c[3][l] = cp1, cp1, cp2, cp2
+		if k >= 2 {
+			c[0][l], c[2][l] = cm1, cm2
+		}
+		if k%2 != 0 {
+			c[1][l], c[3][l] = cm1, cm2
+		}
+	}
+	return c
+}()
 
 // run is the split search of one IQ1_M group (iq1mSearch), with init as the
-// scale when no candidate is found. The kernel computes the candidates of
-// eight boundaries i2 at a time and tests them against the best score so
-// far; when none passes, the scalar scan would not change anything either
-// (it compares each with that same best), so the batch is skipped.
-// Otherwise the candidates from the first boundary that passes to the end
-// of the batch are compared in ggml's order with the running best, from the
-// kernel's Σqx and Σq² (the same rounded values the scalar scan computes).
+// scale when no candidate is found.
 func (s *iq1mSearch) run(init float32) {
 	if !useAVX2 {
 		s.runGeneric(init)
 		return
 	}
-	s.start(init)
-	var out [64]float32
-	for i1 := 0; i1 <= 16; i1++ {
-		s.setI1(i1)
-		for base := i1; base <= 16; base += 8 {
-			m := iq1mPassAVX2(&s.c, &s.tab[0][base], &out)
-			n := min(17-base, 8)
-			m &= 1<<n - 1
-			if m == 0 {
-				continue
-			}
-			bestScore := s.c[iq1mCBest]
-			for j := bits.TrailingZeros(uint(m)); j < n; j++ {
-				for k := range 4 {
-					sqx, sq2 := out[16*k+j], out[16*k+8+j]
-					if sq2 > 0 && sqx*sqx > bestScore*sq2 {
-						s.scale = sqx / sq2
-						bestScore = s.scale * sqx
-						s.besti1, s.besti2, s.bestK = i1, base+j, k
-					}
-				}
-			}
-			s.c[iq1mCBest] = bestScore
+	// lanes[0:4], per lane 4j+k: T·v2 of half 0 and half 1, W·v2² of half
+	// 0 and half 1, for the halves' shifts in the combination k.
+	var lanes [10][8]float32
+	for l := range 8 {
+		k := l % 4
+		lanes[0][l], lanes[2][l] = s.txp[0], s.twp[0]
+		if k >= 2 {
+			lanes[0][l], lanes[2][l] = s.txm[0], s.twm[0]
 		}
+		lanes[1][l], lanes[3][l] = s.txp[1], s.twp[1]
+		if k%2 != 0 {
+			lanes[1][l], lanes[3][l] = s.txm[1], s.twm[1]
+		}
+	}
+	copy(lanes[4:8], iq1mLaneConsts[:])
+	s.besti1, s.besti2, s.bestK, s.scale = -1, -1, -1, init
+	if i1, i2, k, scale := iq1mSearchAVX2(&s.tab, &lanes); k >= 0 {
+		s.besti1, s.besti2, s.bestK, s.scale = i1, i2, k, scale
 	}
 }
 

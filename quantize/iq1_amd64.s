@@ -13,82 +13,112 @@
 	VANDPS q2, t2, t2;           \
 	VORPS  t2, acc, acc
 
-// func iq1mPassAVX2(c *[16]float32, tab *float32, out *[64]float32) int
-// Lanes: i2 .. i2+7. Rows of tab are 24 floats (96 bytes) apart: px[0],
-// px[1], pw[0], pw[1]. c: see the iq1mC* constants (iq1_amd64.go).
-TEXT ·iq1mPassAVX2(SB), NOSPLIT, $0-32
-	MOVQ c+0(FP), AX
-	MOVQ tab+8(FP), SI
-	MOVQ out+16(FP), DI
-	VMOVUPS 0(SI), Y0   // px0[i2]
-	VMOVUPS 96(SI), Y1  // px1[i2]
-	VMOVUPS 192(SI), Y2 // pw0[i2]
-	VMOVUPS 288(SI), Y3 // pw1[i2]
+// func iq1mSearchAVX2(tab *[4][24]float32, lanes *[10][8]float32) (i1, i2, k int, scale float32)
+// Rows of tab are 24 floats (96 bytes) apart: px[0], px[1], pw[0], pw[1].
+// lanes: 0 txs of half 0, 32 txs of half 1, 64 and 96 tws·v2², 128 and 160
+// c1, 192 and 224 c2 (per half, each lane's shift), 256 and 288 scratch.
+// Registers: Y15 the lane permutation (i2 in lanes 0-3, i2+1 in 4-7), Y14
+// zero, Y13 the best score broadcast, Y12 and Y11 px[h][i1], Y10 and Y9
+// the lanes' tws·v2² + pw[h][i1]·c1; R10 i1, R11 i2, SI &tab[0][i2]. The
+// results are written at each accepted candidate.
+TEXT ·iq1mSearchAVX2(SB), NOSPLIT, $0-44
+	MOVQ tab+0(FP), BX
+	MOVQ lanes+8(FP), DI
+	VMOVDQU iq1consts<>+44(SB), Y15
+	VXORPS Y14, Y14, Y14
+	VBROADCASTSS iq1consts<>+76(SB), Y13 // -FLT_MAX
+	MOVQ $-1, AX
+	MOVQ AX, i1+16(FP)
+	MOVQ AX, i2+24(FP)
+	MOVQ AX, k+32(FP)
+	MOVL $0, scale+40(FP)
+	XORQ R10, R10
 
-	VBROADCASTSS 0(AX), Y4
-	VADDPS Y0, Y4, Y0 // sx0 = px0[i1] + px0[i2]
-	VBROADCASTSS 4(AX), Y4
-	VADDPS Y1, Y4, Y1 // sx1
-	VBROADCASTSS 8(AX), Y4
-	VSUBPS Y0, Y4, Y5 // qxp0 = txp0 - sx0
-	VBROADCASTSS 12(AX), Y4
-	VSUBPS Y1, Y4, Y6 // qxp1
-	VBROADCASTSS 16(AX), Y4
-	VSUBPS Y0, Y4, Y7 // qxm0
-	VBROADCASTSS 20(AX), Y4
-	VSUBPS Y1, Y4, Y8 // qxm1
+i1loop:
+	VBROADCASTSS (BX)(R10*4), Y12
+	VBROADCASTSS 96(BX)(R10*4), Y11
+	VBROADCASTSS 192(BX)(R10*4), Y0
+	VMULPS 128(DI), Y0, Y0
+	VADDPS 64(DI), Y0, Y10
+	VBROADCASTSS 288(BX)(R10*4), Y0
+	VMULPS 160(DI), Y0, Y0
+	VADDPS 96(DI), Y0, Y9
+	MOVQ R10, R11
+	LEAQ (BX)(R10*4), SI
 
-	VBROADCASTSS 40(AX), Y9  // cp2
-	VBROADCASTSS 44(AX), Y10 // cm2
-	VMULPS Y9, Y2, Y11
-	VBROADCASTSS 24(AX), Y4
-	VADDPS Y11, Y4, Y11 // q2p0 = a1p0 + pw0[i2]*cp2
-	VMULPS Y9, Y3, Y12
-	VBROADCASTSS 28(AX), Y4
-	VADDPS Y12, Y4, Y12 // q2p1
-	VMULPS Y10, Y2, Y13
-	VBROADCASTSS 32(AX), Y4
-	VADDPS Y13, Y4, Y13 // q2m0 = a1m0 + pw0[i2]*cm2
-	VMULPS Y10, Y3, Y14
-	VBROADCASTSS 36(AX), Y4
-	VADDPS Y14, Y4, Y14 // q2m1
+i2loop:
+	VPERMPS 0(SI), Y15, Y0   // px0[i2]
+	VPERMPS 96(SI), Y15, Y1  // px1[i2]
+	VPERMPS 192(SI), Y15, Y2 // pw0[i2]
+	VPERMPS 288(SI), Y15, Y3 // pw1[i2]
+	VADDPS Y0, Y12, Y0       // sx0 = px0[i1] + px0[i2]
+	VADDPS Y1, Y11, Y1       // sx1
+	VMOVUPS 0(DI), Y4
+	VSUBPS Y0, Y4, Y4        // qx of half 0 = txs0·v2 - sx0
+	VMOVUPS 32(DI), Y0
+	VSUBPS Y1, Y0, Y0        // qx of half 1
+	VADDPS Y0, Y4, Y4        // Σqx
+	VMULPS 192(DI), Y2, Y2
+	VADDPS Y2, Y10, Y2       // q2 of half 0 = (tws0·v2² + pw0[i1]·c1) + pw0[i2]·c2
+	VMULPS 224(DI), Y3, Y3
+	VADDPS Y3, Y9, Y3        // q2 of half 1
+	VADDPS Y3, Y2, Y5        // Σq²
+	VMULPS Y4, Y4, Y6        // Σqx·Σqx
+	VCMPPS $0x11, Y5, Y14, Y7 // 0 < Σq² (ordered: NaN fails)
+	VMULPS Y5, Y13, Y8
+	VCMPPS $0x11, Y6, Y8, Y8  // best·Σq² < Σqx·Σqx
+	VANDPS Y7, Y8, Y8
+	VMOVMSKPS Y8, AX
+	MOVL $0xff, R9
+	CMPQ R11, $16
+	JLT  full
+	MOVL $0x0f, R9 // i2 = 16: lanes 4-7 would be i2 = 17
+full:
+	ANDL R9, AX
+	JNZ  accept
 
-	VBROADCASTSS 48(AX), Y15 // best
-	VXORPS Y9, Y9, Y9        // 0
-	VXORPS Y3, Y3, Y3        // lanes that pass
+next:
+	ADDQ $2, R11
+	ADDQ $8, SI
+	CMPQ R11, $16
+	JLE  i2loop
+	INCQ R10
+	CMPQ R10, $16
+	JLE  i1loop
 
-	// k = 0 (+,+): Σqx and Σq² stored at out[16k:16k+16]
-	VADDPS Y6, Y5, Y0         // sqx
-	VADDPS Y12, Y11, Y1       // sq2
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	PASS(Y0, Y1, Y0, Y2, Y9, Y15, Y3)
-
-	// k = 1 (+,-): Σqx and Σq² stored at out[16k:16k+16]
-	VADDPS Y8, Y5, Y0
-	VADDPS Y14, Y11, Y1
-	VMOVUPS Y0, 64(DI)
-	VMOVUPS Y1, 96(DI)
-	PASS(Y0, Y1, Y0, Y2, Y9, Y15, Y3)
-
-	// k = 2 (-,+): Σqx and Σq² stored at out[16k:16k+16]
-	VADDPS Y6, Y7, Y0
-	VADDPS Y12, Y13, Y1
-	VMOVUPS Y0, 128(DI)
-	VMOVUPS Y1, 160(DI)
-	PASS(Y0, Y1, Y0, Y2, Y9, Y15, Y3)
-
-	// k = 3 (-,-): Σqx and Σq² stored at out[16k:16k+16]
-	VADDPS Y8, Y7, Y0
-	VADDPS Y14, Y13, Y1
-	VMOVUPS Y0, 192(DI)
-	VMOVUPS Y1, 224(DI)
-	PASS(Y0, Y1, Y0, Y2, Y9, Y15, Y3)
-
-	VMOVMSKPS Y3, AX
-	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+accept:
+	VMOVMSKPS Y7, CX
+	ANDL CX, R9         // the lanes with Σq² > 0
+	VDIVPS Y5, Y4, Y0   // scale = Σqx/Σq²
+	VMULPS Y4, Y0, Y1   // score = scale·Σqx
+	VMOVUPS Y0, 256(DI)
+	VMOVUPS Y1, 288(DI)
+
+acceptloop:
+	BSFL AX, CX // the first lane that passes becomes the best
+	MOVQ R10, i1+16(FP)
+	MOVL CX, R12
+	SHRL $2, R12
+	ADDQ R11, R12
+	MOVQ R12, i2+24(FP)
+	MOVL CX, R12
+	ANDL $3, R12
+	MOVQ R12, k+32(FP)
+	MOVL 256(DI)(CX*4), R12
+	MOVL R12, scale+40(FP)
+	VBROADCASTSS 288(DI)(CX*4), Y13
+	VMULPS Y5, Y13, Y8
+	VCMPPS $0x11, Y6, Y8, Y8
+	VMOVMSKPS Y8, AX
+	ANDL R9, AX
+	MOVL $-2, R12
+	SHLL CX, R12
+	ANDL R12, AX // the lanes after it that pass against its score
+	JNZ  acceptloop
+	JMP  next
 
 // func iq1sPassAVX2(c *[16]float32, tab *float32, out *[32]float32) int
 // Lanes: i2 .. i2+7. Rows of tab are 48 floats (192 bytes) apart: sumx,
@@ -166,7 +196,16 @@ DATA iq1consts<>+28(SB)/4, $7
 DATA iq1consts<>+32(SB)/4, $8
 DATA iq1consts<>+36(SB)/4, $2047
 DATA iq1consts<>+40(SB)/4, $0x7f7fffff // FLT_MAX
-GLOBL iq1consts<>(SB), RODATA|NOPTR, $44
+DATA iq1consts<>+44(SB)/4, $0 // iq1mSearchAVX2's lane permutation
+DATA iq1consts<>+48(SB)/4, $0
+DATA iq1consts<>+52(SB)/4, $0
+DATA iq1consts<>+56(SB)/4, $0
+DATA iq1consts<>+60(SB)/4, $1
+DATA iq1consts<>+64(SB)/4, $1
+DATA iq1consts<>+68(SB)/4, $1
+DATA iq1consts<>+72(SB)/4, $1
+DATA iq1consts<>+76(SB)/4, $0xff7fffff // -FLT_MAX
+GLOBL iq1consts<>(SB), RODATA|NOPTR, $80
 
 // NBTERM adds coordinate i's term to the distances: Y2 holds the points'
 // codes shifted so that level i is in bits 0-1 (VPERMPS reads bits 0-2,
