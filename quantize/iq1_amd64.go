@@ -96,16 +96,46 @@ var iq1mLaneConsts = func() (c [4][8]float32) {
 	return c
 }()
 
-// run is the split search of one IQ1_M group (iq1mSearch), with init as the
-// scale when no candidate is found.
-func (s *iq1mSearch) run(init float32) {
-	if !useAVX2 {
-		s.runGeneric(init)
-		return
+// iq1mBestAVX2 computes every candidate of the split search as
+// iq1mSearchAVX2 does, vector v = 0..80 holding the pairs (i1, i2) of
+// iq1mVectors[v], and each valid candidate's score S = (Σqx/Σq²)·Σqx (the
+// value ggml's best score takes when it accepts it). It returns the
+// position 8v+lane of the first candidate w with the largest S, or −1 when
+// no candidate has Σq² > 0, when ggml's scan provably ends at w, and −2
+// otherwise. The proof: ggml's test Σqx² > best·Σq² is monotone in best
+// (each product rounded), and its best score is always the S of an earlier
+// candidate or −FLT_MAX; so if w passes against Mb, the largest S before
+// it (or −FLT_MAX), it passes against ggml's best when the scan reaches it
+// and becomes the best with score S of w; if then no later candidate
+// passes against that score, nothing replaces it. A NaN S of a valid
+// candidate also gives −2. buf gets per candidate S, Σqx², Σq² (0 where
+// not valid) and Σqx/Σq².
+//
+//go:noescape
+func iq1mBestAVX2(tab *[4][24]float32, lanes *[10][8]float32, buf *[4][81][8]float32) int
+
+// iq1mScratch is iq1mBestAVX2's buffer, kept in iq1mSearch.
+type iq1mScratch struct {
+	buf [4][81][8]float32
+}
+
+// iq1mVectors lists the (i1, i2) of iq1mBestAVX2's vectors: for each i1 in
+// ascending order, i2 = i1, i1+2, ... ≤ 16 (the vector holds i2 and i2+1).
+var iq1mVectors = func() (v [81][2]uint8) {
+	n := 0
+	for i1 := 0; i1 <= 16; i1++ {
+		for i2 := i1; i2 <= 16; i2 += 2 {
+			v[n] = [2]uint8{uint8(i1), uint8(i2)}
+			n++
+		}
 	}
-	// lanes[0:4], per lane 4j+k: T·v2 of half 0 and half 1, W·v2² of half
-	// 0 and half 1, for the halves' shifts in the combination k.
-	var lanes [10][8]float32
+	return v
+}()
+
+// lanes returns the lane constants of the kernels: lanes[0:4], per lane
+// 4j+k, T·v2 of half 0 and half 1, W·v2² of half 0 and half 1, for the
+// halves' shifts in the combination k; lanes[4:8] iq1mLaneConsts.
+func (s *iq1mSearch) lanes() (lanes [10][8]float32) {
 	for l := range 8 {
 		k := l % 4
 		lanes[0][l], lanes[2][l] = s.txp[0], s.twp[0]
@@ -118,9 +148,28 @@ func (s *iq1mSearch) run(init float32) {
 		}
 	}
 	copy(lanes[4:8], iq1mLaneConsts[:])
+	return lanes
+}
+
+// run is the split search of one IQ1_M group (iq1mSearch), with init as the
+// scale when no candidate is found: iq1mBestAVX2, and where it cannot
+// decide, iq1mSearchAVX2, which follows ggml's scan candidate by candidate.
+func (s *iq1mSearch) run(init float32) {
+	if !useAVX2 {
+		s.runGeneric(init)
+		return
+	}
+	lanes := s.lanes()
 	s.besti1, s.besti2, s.bestK, s.scale = -1, -1, -1, init
-	if i1, i2, k, scale := iq1mSearchAVX2(&s.tab, &lanes); k >= 0 {
-		s.besti1, s.besti2, s.bestK, s.scale = i1, i2, k, scale
+	switch w := iq1mBestAVX2(&s.tab, &lanes, &s.buf); {
+	case w >= 0:
+		v, l := w/8, w%8
+		s.besti1, s.besti2, s.bestK = int(iq1mVectors[v][0]), int(iq1mVectors[v][1])+l/4, l%4
+		s.scale = s.buf[3][v][l]
+	case w == -2:
+		if i1, i2, k, scale := iq1mSearchAVX2(&s.tab, &lanes); k >= 0 {
+			s.besti1, s.besti2, s.bestK, s.scale = i1, i2, k, scale
+		}
 	}
 }
 

@@ -13,6 +13,40 @@
 	VANDPS q2, t2, t2;           \
 	VORPS  t2, acc, acc
 
+// IQ1M_I1 sets up the boundary i1 (R10) for the lanes: Y12 and Y11 the
+// broadcast px[h][i1], Y10 and Y9 the lanes' tws·v2² + pw[h][i1]·c1.
+#define IQ1M_I1 \
+	VBROADCASTSS (BX)(R10*4), Y12;    \
+	VBROADCASTSS 96(BX)(R10*4), Y11;  \
+	VBROADCASTSS 192(BX)(R10*4), Y0;  \
+	VMULPS 128(DI), Y0, Y0;           \
+	VADDPS 64(DI), Y0, Y10;           \
+	VBROADCASTSS 288(BX)(R10*4), Y0;  \
+	VMULPS 160(DI), Y0, Y0;           \
+	VADDPS 96(DI), Y0, Y9
+
+// IQ1M_SUMS computes the lanes' Σqx (Y4) and Σq² (Y5) for the boundaries
+// i2, i2+1 whose prefix sums start at SI, as ggml does: per half
+// qx = txs·v2 − (px[i1] + px[i2]) and q2 = (tws·v2² + pw[i1]·c1) +
+// pw[i2]·c2, then the halves added. Y0-Y3 are scratch.
+#define IQ1M_SUMS \
+	VPERMPS 0(SI), Y15, Y0;   \
+	VPERMPS 96(SI), Y15, Y1;  \
+	VPERMPS 192(SI), Y15, Y2; \
+	VPERMPS 288(SI), Y15, Y3; \
+	VADDPS Y0, Y12, Y0;       \
+	VADDPS Y1, Y11, Y1;       \
+	VMOVUPS 0(DI), Y4;        \
+	VSUBPS Y0, Y4, Y4;        \
+	VMOVUPS 32(DI), Y0;       \
+	VSUBPS Y1, Y0, Y0;        \
+	VADDPS Y0, Y4, Y4;        \
+	VMULPS 192(DI), Y2, Y2;   \
+	VADDPS Y2, Y10, Y2;       \
+	VMULPS 224(DI), Y3, Y3;   \
+	VADDPS Y3, Y9, Y3;        \
+	VADDPS Y3, Y2, Y5
+
 // func iq1mSearchAVX2(tab *[4][24]float32, lanes *[10][8]float32) (i1, i2, k int, scale float32)
 // Rows of tab are 24 floats (96 bytes) apart: px[0], px[1], pw[0], pw[1].
 // lanes: 0 txs of half 0, 32 txs of half 1, 64 and 96 tws·v2², 128 and 160
@@ -35,34 +69,12 @@ TEXT ·iq1mSearchAVX2(SB), NOSPLIT, $0-44
 	XORQ R10, R10
 
 i1loop:
-	VBROADCASTSS (BX)(R10*4), Y12
-	VBROADCASTSS 96(BX)(R10*4), Y11
-	VBROADCASTSS 192(BX)(R10*4), Y0
-	VMULPS 128(DI), Y0, Y0
-	VADDPS 64(DI), Y0, Y10
-	VBROADCASTSS 288(BX)(R10*4), Y0
-	VMULPS 160(DI), Y0, Y0
-	VADDPS 96(DI), Y0, Y9
+	IQ1M_I1
 	MOVQ R10, R11
 	LEAQ (BX)(R10*4), SI
 
 i2loop:
-	VPERMPS 0(SI), Y15, Y0   // px0[i2]
-	VPERMPS 96(SI), Y15, Y1  // px1[i2]
-	VPERMPS 192(SI), Y15, Y2 // pw0[i2]
-	VPERMPS 288(SI), Y15, Y3 // pw1[i2]
-	VADDPS Y0, Y12, Y0       // sx0 = px0[i1] + px0[i2]
-	VADDPS Y1, Y11, Y1       // sx1
-	VMOVUPS 0(DI), Y4
-	VSUBPS Y0, Y4, Y4        // qx of half 0 = txs0·v2 - sx0
-	VMOVUPS 32(DI), Y0
-	VSUBPS Y1, Y0, Y0        // qx of half 1
-	VADDPS Y0, Y4, Y4        // Σqx
-	VMULPS 192(DI), Y2, Y2
-	VADDPS Y2, Y10, Y2       // q2 of half 0 = (tws0·v2² + pw0[i1]·c1) + pw0[i2]·c2
-	VMULPS 224(DI), Y3, Y3
-	VADDPS Y3, Y9, Y3        // q2 of half 1
-	VADDPS Y3, Y2, Y5        // Σq²
+	IQ1M_SUMS
 	VMULPS Y4, Y4, Y6        // Σqx·Σqx
 	VCMPPS $0x11, Y5, Y14, Y7 // 0 < Σq² (ordered: NaN fails)
 	VMULPS Y5, Y13, Y8
@@ -119,6 +131,169 @@ acceptloop:
 	ANDL R12, AX // the lanes after it that pass against its score
 	JNZ  acceptloop
 	JMP  next
+
+// func iq1mBestAVX2(tab *[4][24]float32, lanes *[10][8]float32, buf *[4][81][8]float32) int
+// The candidates of all (i1, i2) as in iq1mSearchAVX2, vector v = 0..80
+// (lane 8v+l the candidate's position w). Per lane it stores in buf the
+// score S = (Σqx/Σq²)·Σqx where the candidate is valid (i2 ≤ 16, Σq² > 0)
+// and −inf elsewhere, Σqx·Σqx, Σq² (0 where not valid) and Σqx/Σq², and
+// keeps per lane the first largest S (Y13) and its vector (Y8, as 32v). It
+// returns the first candidate w with the largest S when ggml's scan ends
+// there, -1 when no candidate is valid, -2 when that is not certain (see
+// iq1mSearch.run). Y7 collects the valid lanes whose S is NaN.
+TEXT ·iq1mBestAVX2(SB), NOSPLIT, $0-32
+	MOVQ tab+0(FP), BX
+	MOVQ lanes+8(FP), DI
+	MOVQ buf+16(FP), R8
+	VMOVDQU iq1consts<>+44(SB), Y15
+	VXORPS Y14, Y14, Y14
+	VBROADCASTSS iq1consts<>+80(SB), Y13 // -inf
+	VPCMPEQD Y8, Y8, Y8
+	VXORPS Y7, Y7, Y7
+	LEAQ iq1consts<>+84(SB), R13  // all lanes
+	LEAQ iq1consts<>+116(SB), R12 // lanes 0-3
+	XORQ R10, R10
+	XORQ DX, DX // 32v
+
+bi1loop:
+	IQ1M_I1
+	MOVQ R10, R11
+	LEAQ (BX)(R10*4), SI
+
+bi2loop:
+	IQ1M_SUMS
+	MOVQ R13, R9
+	CMPQ R11, $16
+	CMOVQGE R12, R9           // i2 = 16: lanes 4-7 would be i2 = 17
+	VMULPS Y4, Y4, Y6         // Σqx·Σqx
+	VCMPPS $0x11, Y5, Y14, Y0 // 0 < Σq² (ordered: NaN fails)
+	VANDPS (R9), Y0, Y0       // valid
+	VDIVPS Y5, Y4, Y1         // scale = Σqx/Σq²
+	VMULPS Y4, Y1, Y2         // S = scale·Σqx
+	VANDPS Y0, Y5, Y3
+	VMOVUPS Y6, 2592(R8)(DX*1)
+	VMOVUPS Y3, 5184(R8)(DX*1)
+	VMOVUPS Y1, 7776(R8)(DX*1)
+	VCMPPS $3, Y2, Y2, Y5     // S is NaN
+	VANDPS Y0, Y5, Y5
+	VORPS Y5, Y7, Y7
+	VBROADCASTSS iq1consts<>+80(SB), Y3
+	VBLENDVPS Y0, Y2, Y3, Y3  // S, or -inf
+	VMOVUPS Y3, 0(R8)(DX*1)
+	VCMPPS $0x11, Y3, Y13, Y5 // larger than the lane's largest so far
+	VBLENDVPS Y5, Y3, Y13, Y13
+	MOVQ DX, X6
+	VPBROADCASTD X6, Y6
+	VBLENDVPS Y5, Y6, Y8, Y8
+	ADDQ $32, DX
+	ADDQ $2, R11
+	ADDQ $8, SI
+	CMPQ R11, $16
+	JLE  bi2loop
+	INCQ R10
+	CMPQ R10, $16
+	JLE  bi1loop
+
+	VMOVMSKPS Y7, AX
+	TESTL AX, AX
+	JNZ  undecided
+
+	// The largest S and the first candidate w with it.
+	VEXTRACTF128 $1, Y13, X0
+	VMAXPS X0, X13, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS X1, X0, X0
+	VBROADCASTSS iq1consts<>+80(SB), X1
+	VUCOMISS X1, X0
+	JEQ  none                 // every lane -inf: no valid candidate
+	VBROADCASTSS X0, Y0
+	VCMPPS $0x00, Y0, Y13, Y1
+	VPSRLD $2, Y8, Y2
+	VPADDD iq1consts<>+0(SB), Y2, Y2 // 8v + lane
+	VPCMPEQD Y3, Y3, Y3
+	VBLENDVPS Y1, Y2, Y3, Y3
+	VEXTRACTI128 $1, Y3, X4
+	VPMINUD X4, X3, X3
+	VPSHUFD $0x4e, X3, X4
+	VPMINUD X4, X3, X3
+	VPSHUFD $0xb1, X3, X4
+	VPMINUD X4, X3, X3
+	VMOVD X3, AX              // w
+	MOVL AX, CX
+	SHRL $3, CX
+	SHLL $5, CX               // 32v of w
+	MOVL AX, R12
+	ANDL $7, R12              // lane of w
+
+	// Mb, the largest S before w (or -FLT_MAX): ggml's best score when it
+	// reaches w is at most Mb.
+	VBROADCASTSS iq1consts<>+76(SB), Y1
+	XORQ R9, R9
+mbloop:
+	CMPQ R9, CX
+	JGE  mbdone
+	VMAXPS 0(R8)(R9*1), Y1, Y1
+	ADDQ $32, R9
+	JMP  mbloop
+mbdone:
+	MOVQ R12, X2
+	VPBROADCASTD X2, Y2
+	VMOVDQU iq1consts<>+0(SB), Y3
+	VPCMPGTD Y3, Y2, Y2       // lanes before w's
+	VBROADCASTSS iq1consts<>+76(SB), Y4
+	VMOVUPS 0(R8)(CX*1), Y3
+	VBLENDVPS Y2, Y3, Y4, Y4
+	VMAXPS Y4, Y1, Y1
+	VEXTRACTF128 $1, Y1, X0
+	VMAXPS X0, X1, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS X1, X0, X0
+	// w passes against Mb, so against ggml's best (monotone): w is taken.
+	VMULSS 5184(R8)(AX*4), X0, X0
+	VMOVSS 2592(R8)(AX*4), X1
+	VUCOMISS X0, X1
+	JLS  undecided
+
+	// No candidate after w passes against S of w: ggml keeps w.
+	VBROADCASTSS 0(R8)(AX*4), Y1
+	VMOVDQU iq1consts<>+0(SB), Y2
+	MOVQ R12, X3
+	VPBROADCASTD X3, Y3
+	VPCMPGTD Y3, Y2, Y2       // lanes after w's
+	VXORPS Y6, Y6, Y6
+	MOVQ CX, R9
+c2loop:
+	VMOVUPS 5184(R8)(R9*1), Y3
+	VMULPS Y3, Y1, Y4
+	VCMPPS $0x11, 2592(R8)(R9*1), Y4, Y4 // S·Σq² < Σqx·Σqx
+	VCMPPS $0x11, Y3, Y14, Y3
+	VANDPS Y3, Y4, Y4
+	VANDPS Y2, Y4, Y4
+	VORPS Y4, Y6, Y6
+	VPCMPEQD Y2, Y2, Y2
+	ADDQ $32, R9
+	CMPQ R9, $2592
+	JLT  c2loop
+	VMOVMSKPS Y6, DX
+	TESTL DX, DX
+	JNZ  undecided
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+none:
+	MOVQ $-1, ret+24(FP)
+	VZEROUPPER
+	RET
+
+undecided:
+	MOVQ $-2, ret+24(FP)
+	VZEROUPPER
+	RET
 
 // func iq1sPassAVX2(c *[16]float32, tab *float32, out *[32]float32) int
 // Lanes: i2 .. i2+7. Rows of tab are 48 floats (192 bytes) apart: sumx,
@@ -205,7 +380,24 @@ DATA iq1consts<>+64(SB)/4, $1
 DATA iq1consts<>+68(SB)/4, $1
 DATA iq1consts<>+72(SB)/4, $1
 DATA iq1consts<>+76(SB)/4, $0xff7fffff // -FLT_MAX
-GLOBL iq1consts<>(SB), RODATA|NOPTR, $80
+DATA iq1consts<>+80(SB)/4, $0xff800000 // -inf
+DATA iq1consts<>+84(SB)/4, $-1 // iq1mBestAVX2's lane masks: all, then 0-3
+DATA iq1consts<>+88(SB)/4, $-1
+DATA iq1consts<>+92(SB)/4, $-1
+DATA iq1consts<>+96(SB)/4, $-1
+DATA iq1consts<>+100(SB)/4, $-1
+DATA iq1consts<>+104(SB)/4, $-1
+DATA iq1consts<>+108(SB)/4, $-1
+DATA iq1consts<>+112(SB)/4, $-1
+DATA iq1consts<>+116(SB)/4, $-1
+DATA iq1consts<>+120(SB)/4, $-1
+DATA iq1consts<>+124(SB)/4, $-1
+DATA iq1consts<>+128(SB)/4, $-1
+DATA iq1consts<>+132(SB)/4, $0
+DATA iq1consts<>+136(SB)/4, $0
+DATA iq1consts<>+140(SB)/4, $0
+DATA iq1consts<>+144(SB)/4, $0
+GLOBL iq1consts<>(SB), RODATA|NOPTR, $148
 
 // NBTERM adds coordinate i's term to the distances: Y2 holds the points'
 // codes shifted so that level i is in bits 0-1 (VPERMPS reads bits 0-2,

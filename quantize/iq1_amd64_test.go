@@ -36,6 +36,7 @@ func TestIQ1SearchAVX2(t *testing.T) {
 		t.Skip("no AVX2")
 	}
 	r := rand.New(rand.NewPCG(18, 1818))
+	var outcomes [3]int // iq1mBestAVX2: decided, no candidate, undecided
 	for iter := range 20000 {
 		kind := iter % 3
 		scale := math.Pow(10, float64(r.IntN(41)-20))
@@ -63,6 +64,23 @@ func TestIQ1SearchAVX2(t *testing.T) {
 			t.Fatalf("IQ1_M iter %d: kernel (%d, %d, %d, %g), Go (%d, %d, %d, %g)", iter,
 				m.besti1, m.besti2, m.bestK, m.scale, mg.besti1, mg.besti2, mg.bestK, mg.scale)
 		}
+		// The candidate-by-candidate kernel on its own (run uses it only
+		// where iq1mBestAVX2 cannot decide), and how often that happens.
+		lanes := m.lanes()
+		switch w := iq1mBestAVX2(&m.tab, &lanes, &m.buf); {
+		case w >= 0:
+			outcomes[0]++
+		default:
+			outcomes[-w]++
+		}
+		i1, i2, k, sc := iq1mSearchAVX2(&m.tab, &lanes)
+		if k < 0 {
+			i1, i2, sc = -1, -1, 1
+		}
+		if i1 != mg.besti1 || i2 != mg.besti2 || k != mg.bestK || math.Float32bits(sc) != math.Float32bits(mg.scale) {
+			t.Fatalf("IQ1_M iter %d: scan kernel (%d, %d, %d, %g), Go (%d, %d, %d, %g)", iter,
+				i1, i2, k, sc, mg.besti1, mg.besti2, mg.bestK, mg.scale)
+		}
 
 		var s, sg iq1sSearch
 		iq1TestSums(r, s.tab[0][:], 32, kind, scale)
@@ -78,6 +96,12 @@ func TestIQ1SearchAVX2(t *testing.T) {
 		if s.besti1 != sg.besti1 || s.besti2 != sg.besti2 || s.bestShift != sg.bestShift || math.Float32bits(s.scale) != math.Float32bits(sg.scale) {
 			t.Fatalf("IQ1_S iter %d: kernel (%d, %d, %d, %g), Go (%d, %d, %d, %g)", iter,
 				s.besti1, s.besti2, s.bestShift, s.scale, sg.besti1, sg.besti2, sg.bestShift, sg.scale)
+		}
+	}
+	t.Logf("IQ1_M: %d decided, %d without a candidate, %d undecided", outcomes[0], outcomes[1], outcomes[2])
+	for i, n := range outcomes {
+		if n == 0 {
+			t.Errorf("iq1mBestAVX2 outcome %d never seen", i)
 		}
 	}
 }

@@ -12,3 +12,6 @@ func (s *iq1sSearch) run(init float32) { s.runGeneric(init) }
 func (g *iq2Grid) nearest2(nb []uint16, x, wa, sv *[8]float32) int {
 	return g.nearest2Generic(nb, x, wa, sv)
 }
+
+// iq1mScratch is the buffer of the amd64 kernel (none here).
+type iq1mScratch struct{}

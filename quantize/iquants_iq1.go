@@ -519,6 +519,8 @@ type iq1mSearch struct {
 
 	besti1, besti2, bestK int     // −1 when no candidate has Σq² > 0 and a positive score
 	scale                 float32 // the best candidate's, or the initial one
+
+	iq1mScratch // the kernel's buffer, if any
 }
 
 // The entries of iq1mSearch.c.
