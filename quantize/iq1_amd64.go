@@ -59,6 +59,21 @@ func (g *iq2Grid) nearest2(nb []uint16, x, wa, sv *[8]float32) int {
 	return 0
 }
 
+// iq1Rank16AVX2 is iq1SortOrder for 16 values by ranks: value i goes to
+// position #{j : x_j < x_i} + #{j < i : x_j == x_i}, which is where the
+// stable insertion sort puts it when no value is NaN (−0 and +0 compare
+// equal in both). It returns false, idx untouched, when a value is NaN.
+//
+//go:noescape
+func iq1Rank16AVX2(xb *[16]float32, idx *[16]uint8) bool
+
+// iq1SortOrder16 is iq1SortOrder for a group of 16.
+func iq1SortOrder16(idx *[16]uint8, xb []float32) {
+	if !useAVX2 || !iq1Rank16AVX2((*[16]float32)(xb[:16]), idx) {
+		iq1SortOrder(idx[:], xb[:16])
+	}
+}
+
 // iq1mSearchAVX2 is the split search of one IQ1_M group after the prefix
 // sums: for each i1, the candidates of two boundaries i2, i2+1 in the
 // lanes of a vector, lane 4j+k holding i2+j and the shift combination k,

@@ -397,7 +397,23 @@ DATA iq1consts<>+132(SB)/4, $0
 DATA iq1consts<>+136(SB)/4, $0
 DATA iq1consts<>+140(SB)/4, $0
 DATA iq1consts<>+144(SB)/4, $0
-GLOBL iq1consts<>(SB), RODATA|NOPTR, $148
+DATA iq1consts<>+148(SB)/4, $0 // iq1Rank16AVX2's lane masks: 8 zeros, 7 ones; lane i of the
+// window at 148+4*(7-j) is set where i > j
+DATA iq1consts<>+152(SB)/4, $0
+DATA iq1consts<>+156(SB)/4, $0
+DATA iq1consts<>+160(SB)/4, $0
+DATA iq1consts<>+164(SB)/4, $0
+DATA iq1consts<>+168(SB)/4, $0
+DATA iq1consts<>+172(SB)/4, $0
+DATA iq1consts<>+176(SB)/4, $0
+DATA iq1consts<>+180(SB)/4, $-1
+DATA iq1consts<>+184(SB)/4, $-1
+DATA iq1consts<>+188(SB)/4, $-1
+DATA iq1consts<>+192(SB)/4, $-1
+DATA iq1consts<>+196(SB)/4, $-1
+DATA iq1consts<>+200(SB)/4, $-1
+DATA iq1consts<>+204(SB)/4, $-1
+GLOBL iq1consts<>(SB), RODATA|NOPTR, $208
 
 // NBTERM adds coordinate i's term to the distances: Y2 holds the points'
 // codes shifted so that level i is in bits 0-1 (VPERMPS reads bits 0-2,
@@ -499,4 +515,93 @@ nbloop:
 	MOVLQSX AX, AX
 	MOVQ AX, ret+56(FP)
 	VZEROUPPER
+	RET
+
+// RANKLO and RANKHI count into the ranks of lanes i (Y4: i = 0-7, Y5: i =
+// 8-15) whether x_j sorts before x_i: x_j < x_i, or x_j == x_i and j < i.
+// For j < 8 (RANKLO) every lane of Y5 has i > j; for j >= 8 (RANKHI) no
+// lane of Y4 has. The mixed vector takes x_j <= x_i where i > j (the mask
+// at iq1consts+148+4*(7-j%8): lane i set where i > j%8).
+#define RANKLO(j) \
+	VBROADCASTSS (4*j)(SI), Y8;                    \
+	VCMPPS $0x11, Y0, Y8, Y9;                      \
+	VCMPPS $0x12, Y0, Y8, Y10;                     \
+	VANDPS iq1consts<>+(176-4*j)(SB), Y10, Y10;    \
+	VORPS  Y10, Y9, Y9;                            \
+	VPSUBD Y9, Y4, Y4;                             \
+	VCMPPS $0x12, Y1, Y8, Y9;                      \
+	VPSUBD Y9, Y5, Y5
+
+#define RANKHI(j) \
+	VBROADCASTSS (4*j)(SI), Y8;                    \
+	VCMPPS $0x11, Y0, Y8, Y9;                      \
+	VPSUBD Y9, Y4, Y4;                             \
+	VCMPPS $0x11, Y1, Y8, Y9;                      \
+	VCMPPS $0x12, Y1, Y8, Y10;                     \
+	VANDPS iq1consts<>+(208-4*j)(SB), Y10, Y10;   \
+	VORPS  Y10, Y9, Y9;                            \
+	VPSUBD Y9, Y5, Y5
+
+#define PLACE(i) \
+	MOVL (4*i)(SP), AX; \
+	MOVB $i, (DI)(AX*1)
+
+// func iq1Rank16AVX2(xb *[16]float32, idx *[16]uint8) bool
+// The stable order of iq1SortOrder for 16 values by ranks: value i goes to
+// the count of values that sort before it. False (idx untouched) when a
+// value is NaN, where the insertion sort's order is not a ranking.
+TEXT ·iq1Rank16AVX2(SB), NOSPLIT, $64-17
+	MOVQ xb+0(FP), SI
+	MOVQ idx+8(FP), DI
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VCMPPS $3, Y0, Y0, Y2
+	VCMPPS $3, Y1, Y1, Y3
+	VORPS Y3, Y2, Y2
+	VMOVMSKPS Y2, AX
+	TESTL AX, AX
+	JNZ  ranknan
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	RANKLO(0)
+	RANKLO(1)
+	RANKLO(2)
+	RANKLO(3)
+	RANKLO(4)
+	RANKLO(5)
+	RANKLO(6)
+	RANKLO(7)
+	RANKHI(8)
+	RANKHI(9)
+	RANKHI(10)
+	RANKHI(11)
+	RANKHI(12)
+	RANKHI(13)
+	RANKHI(14)
+	RANKHI(15)
+	VMOVDQU Y4, 0(SP)
+	VMOVDQU Y5, 32(SP)
+	VZEROUPPER
+	PLACE(0)
+	PLACE(1)
+	PLACE(2)
+	PLACE(3)
+	PLACE(4)
+	PLACE(5)
+	PLACE(6)
+	PLACE(7)
+	PLACE(8)
+	PLACE(9)
+	PLACE(10)
+	PLACE(11)
+	PLACE(12)
+	PLACE(13)
+	PLACE(14)
+	PLACE(15)
+	MOVB $1, ret+16(FP)
+	RET
+
+ranknan:
+	VZEROUPPER
+	MOVB $0, ret+16(FP)
 	RET

@@ -15,3 +15,6 @@ func (g *iq2Grid) nearest2(nb []uint16, x, wa, sv *[8]float32) int {
 
 // iq1mScratch is the buffer of the amd64 kernel (none here).
 type iq1mScratch struct{}
+
+// iq1SortOrder16 is iq1SortOrder for a group of 16.
+func iq1SortOrder16(idx *[16]uint8, xb []float32) { iq1SortOrder(idx[:], xb[:16]) }

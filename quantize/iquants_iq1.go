@@ -408,7 +408,7 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			scales[ib], shifts[ib] = 0, 0
 			continue
 		}
-		iq1SortOrder(idx[:], xb)
+		iq1SortOrder16(&idx, xb)
 		px, pw := search.tab[0:2], search.tab[2:4]
 		for j, i := range idx {
 			h := 0
