@@ -74,6 +74,18 @@ func iq1SortOrder16(idx *[16]uint8, xb []float32) {
 	}
 }
 
+// iq1Rank32AVX2 is iq1Rank16AVX2 for 32 values.
+//
+//go:noescape
+func iq1Rank32AVX2(xb *[32]float32, idx *[32]uint8) bool
+
+// iq1SortOrder32 is iq1SortOrder for a group of 32.
+func iq1SortOrder32(idx *[32]uint8, xb []float32) {
+	if !useAVX2 || !iq1Rank32AVX2((*[32]float32)(xb[:32]), idx) {
+		iq1SortOrder(idx[:], xb[:32])
+	}
+}
+
 // iq1mSearchAVX2 is the split search of one IQ1_M group after the prefix
 // sums: for each i1, the candidates of two boundaries i2, i2+1 in the
 // lanes of a vector, lane 4j+k holding i2+j and the shift combination k,

@@ -161,40 +161,46 @@ func TestIQ1NearestAVX2(t *testing.T) {
 	}
 }
 
-// TestIQ1Rank16AVX2 compares the rank sort of 16 values with the insertion
-// sort: Gaussian values, values drawn from a few (ties), zeros of both
-// signs, infinities, denormals; a NaN anywhere must leave the order to the
-// insertion sort.
-func TestIQ1Rank16AVX2(t *testing.T) {
+// TestIQ1RankAVX2 compares the rank sorts of 16 and 32 values with the
+// insertion sort: Gaussian values, values drawn from a few (ties), zeros of
+// both signs, infinities, denormals; a NaN anywhere must leave the order to
+// the insertion sort.
+func TestIQ1RankAVX2(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2")
 	}
 	r := rand.New(rand.NewPCG(18, 1820))
 	few := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1e-45, -1e-45, float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32}
 	for iter := range 100000 {
-		var xb [16]float32
+		var xb [32]float32
 		for i := range xb {
 			xb[i] = float32(r.NormFloat64())
 			if iter%2 == 1 {
 				xb[i] = few[r.IntN(2+iter%(len(few)-1))]
 			}
 		}
+		n := 16 << (iter / 2 % 2)
 		nan := iter%7 == 0
 		if nan {
-			xb[r.IntN(16)] = float32(math.NaN())
+			xb[r.IntN(n)] = float32(math.NaN())
 		}
-		var got, want [16]uint8
+		var got, want [32]uint8
 		got[0] = 99
-		ok := iq1Rank16AVX2(&xb, &got)
+		var ok bool
+		if n == 16 {
+			ok = iq1Rank16AVX2((*[16]float32)(xb[:16]), (*[16]uint8)(got[:16]))
+		} else {
+			ok = iq1Rank32AVX2(&xb, &got)
+		}
 		if ok == nan || (nan && got[0] != 99) {
-			t.Fatalf("iter %d: ok %v with NaN %v (%v)", iter, ok, nan, xb)
+			t.Fatalf("iter %d: ok %v with NaN %v (%v)", iter, ok, nan, xb[:n])
 		}
 		if nan {
 			continue
 		}
-		iq1SortOrder(want[:], xb[:])
+		iq1SortOrder(want[:n], xb[:n])
 		if got != want {
-			t.Fatalf("iter %d: %v: ranks %v, insertion sort %v", iter, xb, got, want)
+			t.Fatalf("iter %d: %v: ranks %v, insertion sort %v", iter, xb[:n], got[:n], want[:n])
 		}
 	}
 }

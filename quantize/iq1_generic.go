@@ -18,3 +18,6 @@ type iq1mScratch struct{}
 
 // iq1SortOrder16 is iq1SortOrder for a group of 16.
 func iq1SortOrder16(idx *[16]uint8, xb []float32) { iq1SortOrder(idx[:], xb[:16]) }
+
+// iq1SortOrder32 is iq1SortOrder for a group of 32.
+func iq1SortOrder32(idx *[32]uint8, xb []float32) { iq1SortOrder(idx[:], xb[:32]) }

@@ -195,7 +195,7 @@ func encodeIQ1SBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			scales[ib], shifts[ib] = 0, 1
 			continue
 		}
-		iq1SortOrder(idx[:], xb)
+		iq1SortOrder32(&idx, xb)
 		sumx, sumw := &search.tab[0], &search.tab[1]
 		for j, i := range idx {
 			sumx[j+1] = sumx[j] + float32(weight[i]*xb[i])
