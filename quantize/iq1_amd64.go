@@ -126,24 +126,30 @@ var iq1mLaneConsts = func() (c [4][8]float32) {
 // iq1mBestAVX2 computes every candidate of the split search as
 // iq1mSearchAVX2 does, vector v = 0..80 holding the pairs (i1, i2) of
 // iq1mVectors[v], and each valid candidate's score S = (Σqx/Σq²)·Σqx (the
-// value ggml's best score takes when it accepts it). It returns the
-// position 8v+lane of the first candidate w with the largest S, or −1 when
-// no candidate has Σq² > 0, when ggml's scan provably ends at w, and −2
-// otherwise. The proof: ggml's test Σqx² > best·Σq² is monotone in best
-// (each product rounded), and its best score is always the S of an earlier
-// candidate or −FLT_MAX; so if w passes against Mb, the largest S before
-// it (or −FLT_MAX), it passes against ggml's best when the scan reaches it
-// and becomes the best with score S of w; if then no later candidate
-// passes against that score, nothing replaces it. A NaN S of a valid
-// candidate also gives −2. buf gets per candidate S, Σqx², Σq² (0 where
-// not valid) and Σqx/Σq².
+// value ggml's best score takes when it accepts it): buf gets, per
+// candidate w = 8v+lane, S at w, Σqx² at 648+w, Σq² (0 where not valid) at
+// 2·648+w, Σqx/Σq² at 3·648+w, then the state iq1PickAVX2 starts from.
 //
 //go:noescape
-func iq1mBestAVX2(tab *[4][24]float32, lanes *[10][8]float32, buf *[4][81][8]float32) int
+func iq1mBestAVX2(tab *[4][24]float32, lanes *[10][8]float32, buf *[4*648 + 24]float32)
+
+// iq1PickAVX2 decides the split search from the first pass in buf (n32 =
+// 32 × the number of vectors): it returns the position w of the first
+// candidate with the largest S when ggml's scan provably ends there, −1
+// when no candidate has Σq² > 0, and −2 otherwise. The proof: ggml's test
+// Σqx² > best·Σq² is monotone in best (each product rounded), and its best
+// score is always the S of an earlier candidate or −FLT_MAX; so if w passes
+// against Mb, the largest S before it (or −FLT_MAX), it passes against
+// ggml's best when the scan reaches it and becomes the best with score S
+// of w; if then no later candidate passes against that score, nothing
+// replaces it. A NaN S of a valid candidate also gives −2.
+//
+//go:noescape
+func iq1PickAVX2(buf *float32, n32 int) int
 
 // iq1mScratch is iq1mBestAVX2's buffer, kept in iq1mSearch.
 type iq1mScratch struct {
-	buf [4][81][8]float32
+	buf [4*648 + 24]float32
 }
 
 // iq1mVectors lists the (i1, i2) of iq1mBestAVX2's vectors: for each i1 in
@@ -179,8 +185,8 @@ func (s *iq1mSearch) lanes() (lanes [10][8]float32) {
 }
 
 // run is the split search of one IQ1_M group (iq1mSearch), with init as the
-// scale when no candidate is found: iq1mBestAVX2, and where it cannot
-// decide, iq1mSearchAVX2, which follows ggml's scan candidate by candidate.
+// scale when no candidate is found: iq1mBestAVX2 and iq1PickAVX2, and
+// where they cannot decide, iq1mSearchAVX2, which follows ggml's scan candidate by candidate.
 func (s *iq1mSearch) run(init float32) {
 	if !useAVX2 {
 		s.runGeneric(init)
@@ -188,11 +194,12 @@ func (s *iq1mSearch) run(init float32) {
 	}
 	lanes := s.lanes()
 	s.besti1, s.besti2, s.bestK, s.scale = -1, -1, -1, init
-	switch w := iq1mBestAVX2(&s.tab, &lanes, &s.buf); {
+	iq1mBestAVX2(&s.tab, &lanes, &s.buf)
+	switch w := iq1PickAVX2(&s.buf[0], 81*32); {
 	case w >= 0:
 		v, l := w/8, w%8
 		s.besti1, s.besti2, s.bestK = int(iq1mVectors[v][0]), int(iq1mVectors[v][1])+l/4, l%4
-		s.scale = s.buf[3][v][l]
+		s.scale = s.buf[3*648+w]
 	case w == -2:
 		if i1, i2, k, scale := iq1mSearchAVX2(&s.tab, &lanes); k >= 0 {
 			s.besti1, s.besti2, s.bestK, s.scale = i1, i2, k, scale
@@ -210,13 +217,69 @@ func (s *iq1mSearch) run(init float32) {
 //go:noescape
 func iq1sPassAVX2(c *[16]float32, tab *float32, out *[32]float32) int
 
+// iq1sBestAVX2 is iq1mBestAVX2 for IQ1_S: vector v = 0..152 holds the
+// boundaries iq1sVectors[v] = (i1, i2), lane 2j+h the candidate (i1, i2+j)
+// with the shift +1 (h = 0) or −1 (h = 1); buf gets S at w = 8v+lane,
+// Σqx² at 1224+w, Σq² at 2·1224+w, Σqx/Σq² at 3·1224+w, then
+// iq1PickAVX2's state. lanes: x_p[1], x_m[1] alternating, the same for
+// index 2, then 0, then sumx[32] and sumw[32] broadcast.
+//
+//go:noescape
+func iq1sBestAVX2(tab *[2][48]float32, lanes *[5][8]float32, buf *[4*1224 + 24]float32)
+
+// iq1sScratch is iq1sBestAVX2's buffer, kept in iq1sSearch.
+type iq1sScratch struct {
+	buf [4*1224 + 24]float32
+}
+
+// iq1sVectors lists the (i1, i2) of iq1sBestAVX2's vectors: for each i1 in
+// ascending order, i2 = i1, i1+4, ... ≤ 32 (the vector holds i2..i2+3).
+var iq1sVectors = func() (v [153][2]uint8) {
+	n := 0
+	for i1 := 0; i1 <= 32; i1++ {
+		for i2 := i1; i2 <= 32; i2 += 4 {
+			v[n] = [2]uint8{uint8(i1), uint8(i2)}
+			n++
+		}
+	}
+	return v
+}()
+
 // run is the split search of one IQ1_S group (iq1sSearch), with init as the
-// scale when no candidate is found, batched as iq1mSearch.run is.
+// scale when no candidate is found: iq1sBestAVX2 and iq1PickAVX2, and
+// where they cannot decide, runScan.
 func (s *iq1sSearch) run(init float32) {
 	if !useAVX2 {
 		s.runGeneric(init)
 		return
 	}
+	var lanes [5][8]float32
+	for l := 0; l < 8; l += 2 {
+		lanes[0][l], lanes[0][l+1] = iq1XP[1], iq1XM[1]
+		lanes[1][l], lanes[1][l+1] = iq1XP[2], iq1XM[2]
+		lanes[2][l], lanes[2][l+1] = iq1XP[0], iq1XM[0]
+		lanes[3][l], lanes[3][l+1] = s.tab[0][32], s.tab[0][32]
+		lanes[4][l], lanes[4][l+1] = s.tab[1][32], s.tab[1][32]
+	}
+	iq1sBestAVX2(&s.tab, &lanes, &s.buf)
+	switch w := iq1PickAVX2(&s.buf[0], 153*32); {
+	case w >= 0:
+		v, l := w/8, w%8
+		s.besti1, s.besti2, s.bestShift = int(iq1sVectors[v][0]), int(iq1sVectors[v][1])+l/2, 1-2*(l%2)
+		s.scale = s.buf[3*1224+w]
+	case w == -1:
+		s.besti1, s.besti2, s.bestShift, s.scale = -1, -1, 0, init
+	default:
+		s.runScan(init)
+	}
+}
+
+// runScan is the split search of one IQ1_S group with iq1sPassAVX2, eight
+// boundaries i2 at a time: a batch where no lane passes against the best
+// score so far is skipped (ggml's scan would not change anything either);
+// otherwise its candidates from the first lane that passes on are compared
+// in ggml's order with the running best.
+func (s *iq1sSearch) runScan(init float32) {
 	s.besti1, s.besti2, s.bestShift, s.scale = -1, -1, 0, init
 	s.c[iq1sCBest] = -float32(math.MaxFloat32)
 	s.c[iq1sCV], s.c[iq1sCV+1], s.c[iq1sCV+2], s.c[iq1sCV+3] = iq1XP[1], iq1XP[2], iq1XM[1], iq1XM[2]

@@ -132,16 +132,47 @@ acceptloop:
 	JNZ  acceptloop
 	JMP  next
 
-// func iq1mBestAVX2(tab *[4][24]float32, lanes *[10][8]float32, buf *[4][81][8]float32) int
-// The candidates of all (i1, i2) as in iq1mSearchAVX2, vector v = 0..80
-// (lane 8v+l the candidate's position w). Per lane it stores in buf the
-// score S = (Σqx/Σq²)·Σqx where the candidate is valid (i2 ≤ 16, Σq² > 0)
-// and −inf elsewhere, Σqx·Σqx, Σq² (0 where not valid) and Σqx/Σq², and
-// keeps per lane the first largest S (Y13) and its vector (Y8, as 32v). It
-// returns the first candidate w with the largest S when ggml's scan ends
-// there, -1 when no candidate is valid, -2 when that is not certain (see
-// iq1mSearch.run). Y7 collects the valid lanes whose S is NaN.
-TEXT ·iq1mBestAVX2(SB), NOSPLIT, $0-32
+// BESTSTORE ends a first pass: the per-lane largest scores (Y13), their
+// vectors (Y8) and the NaN lanes (Y7) go after the four arrays of buf
+// (R8), whose length in bytes is n32.
+#define BESTSTORE(n32) \
+	VMOVUPS Y13, (4*n32)(R8);    \
+	VMOVDQU Y8, (4*n32+32)(R8);  \
+	VMOVUPS Y7, (4*n32+64)(R8);  \
+	VZEROUPPER
+
+// BESTLANE stores a first pass's vector (R8 + DX: S, then Σqx² at +n32, Σq²
+// at +2·n32, the quotient at +3·n32) from Σqx (Y4), Σq² (Y5), the scale
+// Σqx/Σq² (Y1), S (Y2) and the valid lanes (Y0), and keeps the per-lane
+// first largest S in Y13 and its 32v in Y8; Y7 collects NaN S. Y3, Y5 and
+// Y6 are scratch.
+#define BESTLANE(n32) \
+	VMULPS Y4, Y4, Y6;                       \
+	VANDPS Y0, Y5, Y3;                       \
+	VMOVUPS Y6, n32(R8)(DX*1);               \
+	VMOVUPS Y3, (2*n32)(R8)(DX*1);           \
+	VMOVUPS Y1, (3*n32)(R8)(DX*1);           \
+	VCMPPS $3, Y2, Y2, Y5;                   \
+	VANDPS Y0, Y5, Y5;                       \
+	VORPS Y5, Y7, Y7;                        \
+	VBROADCASTSS iq1consts<>+80(SB), Y3;     \
+	VBLENDVPS Y0, Y2, Y3, Y3;                \
+	VMOVUPS Y3, 0(R8)(DX*1);                 \
+	VCMPPS $0x11, Y3, Y13, Y5;               \
+	VBLENDVPS Y5, Y3, Y13, Y13;              \
+	MOVQ DX, X6;                             \
+	VPBROADCASTD X6, Y6;                     \
+	VBLENDVPS Y5, Y6, Y8, Y8
+
+// func iq1mBestAVX2(tab *[4][24]float32, lanes *[10][8]float32, buf *[4*81*8 + 24]float32)
+// The first pass of iq1mSearch.run's decision: the candidates of all
+// (i1, i2) as in iq1mSearchAVX2, vector v = 0..80 (lane l of vector v is
+// candidate w = 8v+l). Per lane it stores in buf the score S = (Σqx/Σq²)·Σqx
+// where the candidate is valid (i2 ≤ 16, Σq² > 0) and −inf elsewhere,
+// Σqx·Σqx, Σq² (0 where not valid) and Σqx/Σq², and keeps per lane the
+// first largest S (Y13) and its vector (Y8, as 32v), then BESTSTORE. Y7
+// collects the valid lanes whose S is NaN.
+TEXT ·iq1mBestAVX2(SB), NOSPLIT, $0-24
 	MOVQ tab+0(FP), BX
 	MOVQ lanes+8(FP), DI
 	MOVQ buf+16(FP), R8
@@ -165,26 +196,11 @@ bi2loop:
 	MOVQ R13, R9
 	CMPQ R11, $16
 	CMOVQGE R12, R9           // i2 = 16: lanes 4-7 would be i2 = 17
-	VMULPS Y4, Y4, Y6         // Σqx·Σqx
 	VCMPPS $0x11, Y5, Y14, Y0 // 0 < Σq² (ordered: NaN fails)
 	VANDPS (R9), Y0, Y0       // valid
 	VDIVPS Y5, Y4, Y1         // scale = Σqx/Σq²
 	VMULPS Y4, Y1, Y2         // S = scale·Σqx
-	VANDPS Y0, Y5, Y3
-	VMOVUPS Y6, 2592(R8)(DX*1)
-	VMOVUPS Y3, 5184(R8)(DX*1)
-	VMOVUPS Y1, 7776(R8)(DX*1)
-	VCMPPS $3, Y2, Y2, Y5     // S is NaN
-	VANDPS Y0, Y5, Y5
-	VORPS Y5, Y7, Y7
-	VBROADCASTSS iq1consts<>+80(SB), Y3
-	VBLENDVPS Y0, Y2, Y3, Y3  // S, or -inf
-	VMOVUPS Y3, 0(R8)(DX*1)
-	VCMPPS $0x11, Y3, Y13, Y5 // larger than the lane's largest so far
-	VBLENDVPS Y5, Y3, Y13, Y13
-	MOVQ DX, X6
-	VPBROADCASTD X6, Y6
-	VBLENDVPS Y5, Y6, Y8, Y8
+	BESTLANE(2592)
 	ADDQ $32, DX
 	ADDQ $2, R11
 	ADDQ $8, SI
@@ -194,10 +210,27 @@ bi2loop:
 	CMPQ R10, $16
 	JLE  bi1loop
 
+	BESTSTORE(2592)
+	RET
+
+// func iq1PickAVX2(buf *float32, n32 int) int
+// The decision after a first pass (iq1mBestAVX2, iq1sBestAVX2) over n32/32
+// vectors: the first candidate w with the largest S, if ggml's scan
+// provably ends there, else -2; -1 when no candidate is valid (see
+// iq1mSearch.run).
+TEXT ·iq1PickAVX2(SB), NOSPLIT, $0-24
+	MOVQ buf+0(FP), R8
+	MOVQ n32+8(FP), SI
+	LEAQ (R8)(SI*1), BX  // Σqx²
+	LEAQ (BX)(SI*1), DX  // Σq²
+	LEAQ (DX)(SI*2), R11 // after the quotients
+	VMOVUPS 0(R11), Y13
+	VMOVDQU 32(R11), Y8
+	VMOVUPS 64(R11), Y7
 	VMOVMSKPS Y7, AX
 	TESTL AX, AX
 	JNZ  undecided
-
+	VXORPS Y14, Y14, Y14
 	// The largest S and the first candidate w with it.
 	VEXTRACTF128 $1, Y13, X0
 	VMAXPS X0, X13, X0
@@ -253,8 +286,8 @@ mbdone:
 	VPERMILPS $0xb1, X0, X1
 	VMAXPS X1, X0, X0
 	// w passes against Mb, so against ggml's best (monotone): w is taken.
-	VMULSS 5184(R8)(AX*4), X0, X0
-	VMOVSS 2592(R8)(AX*4), X1
+	VMULSS (DX)(AX*4), X0, X0
+	VMOVSS (BX)(AX*4), X1
 	VUCOMISS X0, X1
 	JLS  undecided
 
@@ -267,32 +300,111 @@ mbdone:
 	VXORPS Y6, Y6, Y6
 	MOVQ CX, R9
 c2loop:
-	VMOVUPS 5184(R8)(R9*1), Y3
+	VMOVUPS (DX)(R9*1), Y3
 	VMULPS Y3, Y1, Y4
-	VCMPPS $0x11, 2592(R8)(R9*1), Y4, Y4 // S·Σq² < Σqx·Σqx
+	VCMPPS $0x11, (BX)(R9*1), Y4, Y4 // S·Σq² < Σqx·Σqx
 	VCMPPS $0x11, Y3, Y14, Y3
 	VANDPS Y3, Y4, Y4
 	VANDPS Y2, Y4, Y4
 	VORPS Y4, Y6, Y6
 	VPCMPEQD Y2, Y2, Y2
 	ADDQ $32, R9
-	CMPQ R9, $2592
+	CMPQ R9, SI
 	JLT  c2loop
-	VMOVMSKPS Y6, DX
-	TESTL DX, DX
+	VMOVMSKPS Y6, CX
+	TESTL CX, CX
 	JNZ  undecided
-	MOVQ AX, ret+24(FP)
+	MOVQ AX, ret+16(FP)
 	VZEROUPPER
 	RET
 
 none:
-	MOVQ $-1, ret+24(FP)
+	MOVQ $-1, ret+16(FP)
 	VZEROUPPER
 	RET
 
 undecided:
-	MOVQ $-2, ret+24(FP)
+	MOVQ $-2, ret+16(FP)
 	VZEROUPPER
+	RET
+
+// func iq1sBestAVX2(tab *[2][48]float32, lanes *[5][8]float32, buf *[4*1224 + 24]float32)
+// The first pass of iq1sSearch.run's decision, as iq1mBestAVX2: vector
+// v = 0..152 holds for one i1 the boundaries i2..i2+3 (iq1sVectors), lane
+// 2j+h the candidate i2+j with the shift +1 (h = 0) or -1 (h = 1), valid
+// where i2+j ≤ 32 and Σq² > 0. Per lane, as ggml: Σqx = (sx1·v0 + sx2·v1)
+// + sx3·v2 and Σq² = (sw1·v0·v0 + sw2·v1·v1) + sw3·v2·v2 with sx1 = S[i1]
+// − S[0], sx2 = S[i2] − S[i1], sx3 = S[32] − S[i2] for S = sumx and sumw.
+// lanes: 0 v1, 32 v2, 64 v0 (per lane's shift), 96 sumx[32], 128 sumw[32].
+// Registers: Y12 and Y11 sumx[i1] and sumw[i1], Y10 and Y9 sx1·v0 and
+// sw1·v0·v0; R10 i1, R11 i2, SI &sumx[i2], R13 the lane masks.
+TEXT ·iq1sBestAVX2(SB), NOSPLIT, $0-24
+	MOVQ tab+0(FP), BX
+	MOVQ lanes+8(FP), DI
+	MOVQ buf+16(FP), R8
+	VMOVDQU iq1consts<>+272(SB), Y15
+	VXORPS Y14, Y14, Y14
+	VBROADCASTSS iq1consts<>+80(SB), Y13 // -inf
+	VPCMPEQD Y8, Y8, Y8
+	VXORPS Y7, Y7, Y7
+	LEAQ iq1consts<>+208(SB), R13
+	MOVQ $4, R12
+	XORQ R10, R10
+	XORQ DX, DX // 32v
+
+si1loop:
+	VBROADCASTSS (BX)(R10*4), Y12
+	VBROADCASTSS 192(BX)(R10*4), Y11
+	VBROADCASTSS 0(BX), Y0
+	VSUBPS Y0, Y12, Y0        // sx1 = sumx[i1] - sumx[0]
+	VMULPS 64(DI), Y0, Y10    // sx1·v0
+	VBROADCASTSS 192(BX), Y0
+	VSUBPS Y0, Y11, Y0        // sw1
+	VMULPS 64(DI), Y0, Y0
+	VMULPS 64(DI), Y0, Y9     // sw1·v0·v0
+	MOVQ R10, R11
+	LEAQ (BX)(R10*4), SI
+
+si2loop:
+	VPERMPS 0(SI), Y15, Y0    // sumx[i2+j]
+	VPERMPS 192(SI), Y15, Y1  // sumw[i2+j]
+	VSUBPS Y12, Y0, Y2        // sx2
+	VSUBPS Y11, Y1, Y3        // sw2
+	VMOVUPS 96(DI), Y4
+	VSUBPS Y0, Y4, Y4         // sx3
+	VMOVUPS 128(DI), Y5
+	VSUBPS Y1, Y5, Y5         // sw3
+	VMULPS 0(DI), Y2, Y2
+	VADDPS Y2, Y10, Y2
+	VMULPS 32(DI), Y4, Y4
+	VADDPS Y4, Y2, Y4         // Σqx
+	VMULPS 0(DI), Y3, Y3
+	VMULPS 0(DI), Y3, Y3
+	VADDPS Y3, Y9, Y3
+	VMULPS 32(DI), Y5, Y5
+	VMULPS 32(DI), Y5, Y5
+	VADDPS Y5, Y3, Y5         // Σq²
+	MOVQ $33, R9
+	SUBQ R11, R9
+	CMPQ R9, R12
+	CMOVQGT R12, R9           // boundaries i2+j ≤ 32 in the vector
+	NEGQ R9
+	LEAQ 32(R13)(R9*8), R9    // the window of 2·that many ones
+	VCMPPS $0x11, Y5, Y14, Y0 // 0 < Σq² (ordered: NaN fails)
+	VANDPS (R9), Y0, Y0       // valid
+	VDIVPS Y5, Y4, Y1         // scale = Σqx/Σq²
+	VMULPS Y4, Y1, Y2         // S = scale·Σqx
+	BESTLANE(4896)
+	ADDQ $32, DX
+	ADDQ $4, R11
+	ADDQ $16, SI
+	CMPQ R11, $32
+	JLE  si2loop
+	INCQ R10
+	CMPQ R10, $32
+	JLE  si1loop
+
+	BESTSTORE(4896)
 	RET
 
 // func iq1sPassAVX2(c *[16]float32, tab *float32, out *[32]float32) int
@@ -413,7 +525,31 @@ DATA iq1consts<>+192(SB)/4, $-1
 DATA iq1consts<>+196(SB)/4, $-1
 DATA iq1consts<>+200(SB)/4, $-1
 DATA iq1consts<>+204(SB)/4, $-1
-GLOBL iq1consts<>(SB), RODATA|NOPTR, $208
+DATA iq1consts<>+208(SB)/4, $-1 // iq1sBestAVX2's lane masks: 8 ones, 8 zeros
+DATA iq1consts<>+212(SB)/4, $-1
+DATA iq1consts<>+216(SB)/4, $-1
+DATA iq1consts<>+220(SB)/4, $-1
+DATA iq1consts<>+224(SB)/4, $-1
+DATA iq1consts<>+228(SB)/4, $-1
+DATA iq1consts<>+232(SB)/4, $-1
+DATA iq1consts<>+236(SB)/4, $-1
+DATA iq1consts<>+240(SB)/4, $0
+DATA iq1consts<>+244(SB)/4, $0
+DATA iq1consts<>+248(SB)/4, $0
+DATA iq1consts<>+252(SB)/4, $0
+DATA iq1consts<>+256(SB)/4, $0
+DATA iq1consts<>+260(SB)/4, $0
+DATA iq1consts<>+264(SB)/4, $0
+DATA iq1consts<>+268(SB)/4, $0
+DATA iq1consts<>+272(SB)/4, $0 // iq1sBestAVX2's lane permutation: i2+j in lanes 2j, 2j+1
+DATA iq1consts<>+276(SB)/4, $0
+DATA iq1consts<>+280(SB)/4, $1
+DATA iq1consts<>+284(SB)/4, $1
+DATA iq1consts<>+288(SB)/4, $2
+DATA iq1consts<>+292(SB)/4, $2
+DATA iq1consts<>+296(SB)/4, $3
+DATA iq1consts<>+300(SB)/4, $3
+GLOBL iq1consts<>(SB), RODATA|NOPTR, $304
 
 // NBTERM adds coordinate i's term to the distances: Y2 holds the points'
 // codes shifted so that level i is in bits 0-1 (VPERMPS reads bits 0-2,

@@ -36,7 +36,7 @@ func TestIQ1SearchAVX2(t *testing.T) {
 		t.Skip("no AVX2")
 	}
 	r := rand.New(rand.NewPCG(18, 1818))
-	var outcomes [3]int // iq1mBestAVX2: decided, no candidate, undecided
+	var outcomes, outcomesS [3]int // iq1PickAVX2: decided, no candidate, undecided
 	for iter := range 20000 {
 		kind := iter % 3
 		scale := math.Pow(10, float64(r.IntN(41)-20))
@@ -67,7 +67,8 @@ func TestIQ1SearchAVX2(t *testing.T) {
 		// The candidate-by-candidate kernel on its own (run uses it only
 		// where iq1mBestAVX2 cannot decide), and how often that happens.
 		lanes := m.lanes()
-		switch w := iq1mBestAVX2(&m.tab, &lanes, &m.buf); {
+		iq1mBestAVX2(&m.tab, &lanes, &m.buf)
+		switch w := iq1PickAVX2(&m.buf[0], 81*32); {
 		case w >= 0:
 			outcomes[0]++
 		default:
@@ -91,17 +92,28 @@ func TestIQ1SearchAVX2(t *testing.T) {
 			}
 		}
 		sg = s
+		ss := s
 		s.run(1)
 		sg.runGeneric(1)
-		if s.besti1 != sg.besti1 || s.besti2 != sg.besti2 || s.bestShift != sg.bestShift || math.Float32bits(s.scale) != math.Float32bits(sg.scale) {
-			t.Fatalf("IQ1_S iter %d: kernel (%d, %d, %d, %g), Go (%d, %d, %d, %g)", iter,
-				s.besti1, s.besti2, s.bestShift, s.scale, sg.besti1, sg.besti2, sg.bestShift, sg.scale)
+		ss.runScan(1)
+		for _, k := range []*iq1sSearch{&s, &ss} {
+			if k.besti1 != sg.besti1 || k.besti2 != sg.besti2 || k.bestShift != sg.bestShift || math.Float32bits(k.scale) != math.Float32bits(sg.scale) {
+				t.Fatalf("IQ1_S iter %d: kernel (%d, %d, %d, %g), Go (%d, %d, %d, %g)", iter,
+					k.besti1, k.besti2, k.bestShift, k.scale, sg.besti1, sg.besti2, sg.bestShift, sg.scale)
+			}
+		}
+		switch w := iq1PickAVX2(&s.buf[0], 153*32); {
+		case w >= 0:
+			outcomesS[0]++
+		default:
+			outcomesS[-w]++
 		}
 	}
 	t.Logf("IQ1_M: %d decided, %d without a candidate, %d undecided", outcomes[0], outcomes[1], outcomes[2])
-	for i, n := range outcomes {
-		if n == 0 {
-			t.Errorf("iq1mBestAVX2 outcome %d never seen", i)
+	t.Logf("IQ1_S: %d decided, %d without a candidate, %d undecided", outcomesS[0], outcomesS[1], outcomesS[2])
+	for i := range 3 {
+		if outcomes[i] == 0 || outcomesS[i] == 0 {
+			t.Errorf("iq1PickAVX2 outcome %d never seen", i)
 		}
 	}
 }

@@ -21,3 +21,6 @@ func iq1SortOrder16(idx *[16]uint8, xb []float32) { iq1SortOrder(idx[:], xb[:16]
 
 // iq1SortOrder32 is iq1SortOrder for a group of 32.
 func iq1SortOrder32(idx *[32]uint8, xb []float32) { iq1SortOrder(idx[:], xb[:32]) }
+
+// iq1sScratch is the buffer of the amd64 kernel (none here).
+type iq1sScratch struct{}

@@ -276,6 +276,8 @@ type iq1sSearch struct {
 
 	besti1, besti2, bestShift int     // −1, −1, 0 when no candidate has Σq² > 0 and a positive score
 	scale                     float32 // the best candidate's, or the initial one
+
+	iq1sScratch // the kernel's buffer, if any
 }
 
 // The entries of iq1sSearch.c.
