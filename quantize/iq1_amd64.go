@@ -152,18 +152,21 @@ type iq1mScratch struct {
 	buf [4*648 + 24]float32
 }
 
-// iq1mVectors lists the (i1, i2) of iq1mBestAVX2's vectors: for each i1 in
-// ascending order, i2 = i1, i1+2, ... ≤ 16 (the vector holds i2 and i2+1).
-var iq1mVectors = func() (v [81][2]uint8) {
-	n := 0
-	for i1 := 0; i1 <= 16; i1++ {
-		for i2 := i1; i2 <= 16; i2 += 2 {
-			v[n] = [2]uint8{uint8(i1), uint8(i2)}
-			n++
+// iq1mVectors lists the (i1, i2) of iq1mBestAVX2's vectors (each holds
+// i2 and i2+1).
+var iq1mVectors = iq1BoundaryPairs(16, 2)
+
+// iq1BoundaryPairs lists, for each i1 = 0..n in ascending order, the pairs
+// (i1, i2) for i2 = i1, i1+step, ... ≤ n: the first boundary i2 of each
+// vector of a first pass (iq1mBestAVX2, iq1sBestAVX2).
+func iq1BoundaryPairs(n, step int) (v [][2]uint8) {
+	for i1 := 0; i1 <= n; i1++ {
+		for i2 := i1; i2 <= n; i2 += step {
+			v = append(v, [2]uint8{uint8(i1), uint8(i2)})
 		}
 	}
 	return v
-}()
+}
 
 // lanes returns the lane constants of the kernels: lanes[0:4], per lane
 // 4j+k, T·v2 of half 0 and half 1, W·v2² of half 0 and half 1, for the
@@ -232,18 +235,9 @@ type iq1sScratch struct {
 	buf [4*1224 + 24]float32
 }
 
-// iq1sVectors lists the (i1, i2) of iq1sBestAVX2's vectors: for each i1 in
-// ascending order, i2 = i1, i1+4, ... ≤ 32 (the vector holds i2..i2+3).
-var iq1sVectors = func() (v [153][2]uint8) {
-	n := 0
-	for i1 := 0; i1 <= 32; i1++ {
-		for i2 := i1; i2 <= 32; i2 += 4 {
-			v[n] = [2]uint8{uint8(i1), uint8(i2)}
-			n++
-		}
-	}
-	return v
-}()
+// iq1sVectors lists the (i1, i2) of iq1sBestAVX2's vectors (each holds
+// i2..i2+3).
+var iq1sVectors = iq1BoundaryPairs(32, 4)
 
 // run is the split search of one IQ1_S group (iq1sSearch), with init as the
 // scale when no candidate is found: iq1sBestAVX2 and iq1PickAVX2, and

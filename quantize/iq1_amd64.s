@@ -132,6 +132,18 @@ acceptloop:
 	JNZ  acceptloop
 	JMP  next
 
+// BESTINIT starts a first pass (iq1mBestAVX2, iq1sBestAVX2): the lane
+// permutation at iq1consts+perm in Y15, zero in Y14, no largest S yet (Y13
+// -inf, Y8 -1), no NaN (Y7), R10 (i1) and DX (32v) zero.
+#define BESTINIT(perm) \
+	VMOVDQU iq1consts<>+perm(SB), Y15;      \
+	VXORPS Y14, Y14, Y14;                   \
+	VBROADCASTSS iq1consts<>+80(SB), Y13;   \
+	VPCMPEQD Y8, Y8, Y8;                    \
+	VXORPS Y7, Y7, Y7;                      \
+	XORQ R10, R10;                          \
+	XORQ DX, DX
+
 // BESTSTORE ends a first pass: the per-lane largest scores (Y13), their
 // vectors (Y8) and the NaN lanes (Y7) go after the four arrays of buf
 // (R8), whose length in bytes is n32.
@@ -176,15 +188,9 @@ TEXT ·iq1mBestAVX2(SB), NOSPLIT, $0-24
 	MOVQ tab+0(FP), BX
 	MOVQ lanes+8(FP), DI
 	MOVQ buf+16(FP), R8
-	VMOVDQU iq1consts<>+44(SB), Y15
-	VXORPS Y14, Y14, Y14
-	VBROADCASTSS iq1consts<>+80(SB), Y13 // -inf
-	VPCMPEQD Y8, Y8, Y8
-	VXORPS Y7, Y7, Y7
-	LEAQ iq1consts<>+84(SB), R13  // all lanes
-	LEAQ iq1consts<>+116(SB), R12 // lanes 0-3
-	XORQ R10, R10
-	XORQ DX, DX // 32v
+	BESTINIT(44)
+	LEAQ iq1consts<>+144(SB), R13 // all lanes
+	LEAQ iq1consts<>+160(SB), R12 // lanes 0-3
 
 bi1loop:
 	IQ1M_I1
@@ -342,15 +348,9 @@ TEXT ·iq1sBestAVX2(SB), NOSPLIT, $0-24
 	MOVQ tab+0(FP), BX
 	MOVQ lanes+8(FP), DI
 	MOVQ buf+16(FP), R8
-	VMOVDQU iq1consts<>+272(SB), Y15
-	VXORPS Y14, Y14, Y14
-	VBROADCASTSS iq1consts<>+80(SB), Y13 // -inf
-	VPCMPEQD Y8, Y8, Y8
-	VXORPS Y7, Y7, Y7
-	LEAQ iq1consts<>+208(SB), R13
+	BESTINIT(208)
+	LEAQ iq1consts<>+144(SB), R13
 	MOVQ $4, R12
-	XORQ R10, R10
-	XORQ DX, DX // 32v
 
 si1loop:
 	VBROADCASTSS (BX)(R10*4), Y12
@@ -493,63 +493,47 @@ DATA iq1consts<>+68(SB)/4, $1
 DATA iq1consts<>+72(SB)/4, $1
 DATA iq1consts<>+76(SB)/4, $0xff7fffff // -FLT_MAX
 DATA iq1consts<>+80(SB)/4, $0xff800000 // -inf
-DATA iq1consts<>+84(SB)/4, $-1 // iq1mBestAVX2's lane masks: all, then 0-3
-DATA iq1consts<>+88(SB)/4, $-1
-DATA iq1consts<>+92(SB)/4, $-1
-DATA iq1consts<>+96(SB)/4, $-1
-DATA iq1consts<>+100(SB)/4, $-1
-DATA iq1consts<>+104(SB)/4, $-1
-DATA iq1consts<>+108(SB)/4, $-1
-DATA iq1consts<>+112(SB)/4, $-1
+DATA iq1consts<>+84(SB)/4, $0 // iq1Rank16AVX2, iq1Rank32AVX2: 8 zeros, 7 ones; lane i of the window at
+// 84+4*(7-j) is set where i > j
+DATA iq1consts<>+88(SB)/4, $0
+DATA iq1consts<>+92(SB)/4, $0
+DATA iq1consts<>+96(SB)/4, $0
+DATA iq1consts<>+100(SB)/4, $0
+DATA iq1consts<>+104(SB)/4, $0
+DATA iq1consts<>+108(SB)/4, $0
+DATA iq1consts<>+112(SB)/4, $0
 DATA iq1consts<>+116(SB)/4, $-1
 DATA iq1consts<>+120(SB)/4, $-1
 DATA iq1consts<>+124(SB)/4, $-1
 DATA iq1consts<>+128(SB)/4, $-1
-DATA iq1consts<>+132(SB)/4, $0
-DATA iq1consts<>+136(SB)/4, $0
-DATA iq1consts<>+140(SB)/4, $0
-DATA iq1consts<>+144(SB)/4, $0
-DATA iq1consts<>+148(SB)/4, $0 // iq1Rank16AVX2's lane masks: 8 zeros, 7 ones; lane i of the
-// window at 148+4*(7-j) is set where i > j
-DATA iq1consts<>+152(SB)/4, $0
-DATA iq1consts<>+156(SB)/4, $0
-DATA iq1consts<>+160(SB)/4, $0
-DATA iq1consts<>+164(SB)/4, $0
-DATA iq1consts<>+168(SB)/4, $0
-DATA iq1consts<>+172(SB)/4, $0
+DATA iq1consts<>+132(SB)/4, $-1
+DATA iq1consts<>+136(SB)/4, $-1
+DATA iq1consts<>+140(SB)/4, $-1
+DATA iq1consts<>+144(SB)/4, $-1 // 8 ones, 8 zeros: the window at 144+4*(8-m) has m lanes set
+DATA iq1consts<>+148(SB)/4, $-1
+DATA iq1consts<>+152(SB)/4, $-1
+DATA iq1consts<>+156(SB)/4, $-1
+DATA iq1consts<>+160(SB)/4, $-1
+DATA iq1consts<>+164(SB)/4, $-1
+DATA iq1consts<>+168(SB)/4, $-1
+DATA iq1consts<>+172(SB)/4, $-1
 DATA iq1consts<>+176(SB)/4, $0
-DATA iq1consts<>+180(SB)/4, $-1
-DATA iq1consts<>+184(SB)/4, $-1
-DATA iq1consts<>+188(SB)/4, $-1
-DATA iq1consts<>+192(SB)/4, $-1
-DATA iq1consts<>+196(SB)/4, $-1
-DATA iq1consts<>+200(SB)/4, $-1
-DATA iq1consts<>+204(SB)/4, $-1
-DATA iq1consts<>+208(SB)/4, $-1 // iq1sBestAVX2's lane masks: 8 ones, 8 zeros
-DATA iq1consts<>+212(SB)/4, $-1
-DATA iq1consts<>+216(SB)/4, $-1
-DATA iq1consts<>+220(SB)/4, $-1
-DATA iq1consts<>+224(SB)/4, $-1
-DATA iq1consts<>+228(SB)/4, $-1
-DATA iq1consts<>+232(SB)/4, $-1
-DATA iq1consts<>+236(SB)/4, $-1
-DATA iq1consts<>+240(SB)/4, $0
-DATA iq1consts<>+244(SB)/4, $0
-DATA iq1consts<>+248(SB)/4, $0
-DATA iq1consts<>+252(SB)/4, $0
-DATA iq1consts<>+256(SB)/4, $0
-DATA iq1consts<>+260(SB)/4, $0
-DATA iq1consts<>+264(SB)/4, $0
-DATA iq1consts<>+268(SB)/4, $0
-DATA iq1consts<>+272(SB)/4, $0 // iq1sBestAVX2's lane permutation: i2+j in lanes 2j, 2j+1
-DATA iq1consts<>+276(SB)/4, $0
-DATA iq1consts<>+280(SB)/4, $1
-DATA iq1consts<>+284(SB)/4, $1
-DATA iq1consts<>+288(SB)/4, $2
-DATA iq1consts<>+292(SB)/4, $2
-DATA iq1consts<>+296(SB)/4, $3
-DATA iq1consts<>+300(SB)/4, $3
-GLOBL iq1consts<>(SB), RODATA|NOPTR, $304
+DATA iq1consts<>+180(SB)/4, $0
+DATA iq1consts<>+184(SB)/4, $0
+DATA iq1consts<>+188(SB)/4, $0
+DATA iq1consts<>+192(SB)/4, $0
+DATA iq1consts<>+196(SB)/4, $0
+DATA iq1consts<>+200(SB)/4, $0
+DATA iq1consts<>+204(SB)/4, $0
+DATA iq1consts<>+208(SB)/4, $0 // iq1sBestAVX2's lane permutation: i2+j in lanes 2j, 2j+1
+DATA iq1consts<>+212(SB)/4, $0
+DATA iq1consts<>+216(SB)/4, $1
+DATA iq1consts<>+220(SB)/4, $1
+DATA iq1consts<>+224(SB)/4, $2
+DATA iq1consts<>+228(SB)/4, $2
+DATA iq1consts<>+232(SB)/4, $3
+DATA iq1consts<>+236(SB)/4, $3
+GLOBL iq1consts<>(SB), RODATA|NOPTR, $240
 
 // NBTERM adds coordinate i's term to the distances: Y2 holds the points'
 // codes shifted so that level i is in bits 0-1 (VPERMPS reads bits 0-2,
@@ -653,98 +637,12 @@ nbloop:
 	VZEROUPPER
 	RET
 
-// RANKLO and RANKHI count into the ranks of lanes i (Y4: i = 0-7, Y5: i =
-// 8-15) whether x_j sorts before x_i: x_j < x_i, or x_j == x_i and j < i.
-// For j < 8 (RANKLO) every lane of Y5 has i > j; for j >= 8 (RANKHI) no
-// lane of Y4 has. The mixed vector takes x_j <= x_i where i > j (the mask
-// at iq1consts+148+4*(7-j%8): lane i set where i > j%8).
-#define RANKLO(j) \
-	VBROADCASTSS (4*j)(SI), Y8;                    \
-	VCMPPS $0x11, Y0, Y8, Y9;                      \
-	VCMPPS $0x12, Y0, Y8, Y10;                     \
-	VANDPS iq1consts<>+(176-4*j)(SB), Y10, Y10;    \
-	VORPS  Y10, Y9, Y9;                            \
-	VPSUBD Y9, Y4, Y4;                             \
-	VCMPPS $0x12, Y1, Y8, Y9;                      \
-	VPSUBD Y9, Y5, Y5
-
-#define RANKHI(j) \
-	VBROADCASTSS (4*j)(SI), Y8;                    \
-	VCMPPS $0x11, Y0, Y8, Y9;                      \
-	VPSUBD Y9, Y4, Y4;                             \
-	VCMPPS $0x11, Y1, Y8, Y9;                      \
-	VCMPPS $0x12, Y1, Y8, Y10;                     \
-	VANDPS iq1consts<>+(208-4*j)(SB), Y10, Y10;   \
-	VORPS  Y10, Y9, Y9;                            \
-	VPSUBD Y9, Y5, Y5
-
-#define PLACE(i) \
-	MOVL (4*i)(SP), AX; \
-	MOVB $i, (DI)(AX*1)
-
-// func iq1Rank16AVX2(xb *[16]float32, idx *[16]uint8) bool
-// The stable order of iq1SortOrder for 16 values by ranks: value i goes to
-// the count of values that sort before it. False (idx untouched) when a
-// value is NaN, where the insertion sort's order is not a ranking.
-TEXT ·iq1Rank16AVX2(SB), NOSPLIT, $64-17
-	MOVQ xb+0(FP), SI
-	MOVQ idx+8(FP), DI
-	VMOVUPS 0(SI), Y0
-	VMOVUPS 32(SI), Y1
-	VCMPPS $3, Y0, Y0, Y2
-	VCMPPS $3, Y1, Y1, Y3
-	VORPS Y3, Y2, Y2
-	VMOVMSKPS Y2, AX
-	TESTL AX, AX
-	JNZ  ranknan
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	RANKLO(0)
-	RANKLO(1)
-	RANKLO(2)
-	RANKLO(3)
-	RANKLO(4)
-	RANKLO(5)
-	RANKLO(6)
-	RANKLO(7)
-	RANKHI(8)
-	RANKHI(9)
-	RANKHI(10)
-	RANKHI(11)
-	RANKHI(12)
-	RANKHI(13)
-	RANKHI(14)
-	RANKHI(15)
-	VMOVDQU Y4, 0(SP)
-	VMOVDQU Y5, 32(SP)
-	VZEROUPPER
-	PLACE(0)
-	PLACE(1)
-	PLACE(2)
-	PLACE(3)
-	PLACE(4)
-	PLACE(5)
-	PLACE(6)
-	PLACE(7)
-	PLACE(8)
-	PLACE(9)
-	PLACE(10)
-	PLACE(11)
-	PLACE(12)
-	PLACE(13)
-	PLACE(14)
-	PLACE(15)
-	MOVB $1, ret+16(FP)
-	RET
-
-ranknan:
-	VZEROUPPER
-	MOVB $0, ret+16(FP)
-	RET
-
-// RLT, RLE and RMIX count x_j (broadcast in Y8) into the ranks acc of the
-// lanes of v: x_j < x_i (lanes i < j), x_j <= x_i (lanes i > j), or per
-// lane by the mask at off (the vector holding j; see RANKLO).
+// The rank sorts (iq1Rank16AVX2, iq1Rank32AVX2): the values' lanes i are in
+// Y0-Y3, their ranks in Y4-Y7. For each j, x_j (broadcast in Y8) is counted
+// in the rank of lane i when it sorts before x_i: x_j < x_i, or x_j == x_i
+// and j < i. RLT counts x_j < x_i (a vector of lanes i < j), RLE x_j <= x_i
+// (lanes i > j), RMIX per lane by the mask at (R10): lane i set where
+// i > j (the vector holding j).
 #define RLT(v, acc) \
 	VCMPPS $0x11, v, Y8, Y9; \
 	VPSUBD Y9, acc, acc
@@ -753,22 +651,89 @@ ranknan:
 	VCMPPS $0x12, v, Y8, Y9; \
 	VPSUBD Y9, acc, acc
 
-#define RMIX(v, acc, off) \
-	VCMPPS $0x11, v, Y8, Y9;               \
-	VCMPPS $0x12, v, Y8, Y10;              \
-	VANDPS iq1consts<>+off(SB), Y10, Y10;  \
-	VORPS  Y10, Y9, Y9;                    \
+#define RMIX(v, acc) \
+	VCMPPS $0x11, v, Y8, Y9;  \
+	VCMPPS $0x12, v, Y8, Y10; \
+	VANDPS (R10), Y10, Y10;   \
+	VORPS  Y10, Y9, Y9;       \
 	VPSUBD Y9, acc, acc
 
-// func iq1Rank32AVX2(xb *[32]float32, idx *[32]uint8) bool
-// iq1Rank16AVX2 for 32 values (IQ1_S): lanes i in Y0-Y3, ranks in Y4-Y7.
-TEXT ·iq1Rank32AVX2(SB), NOSPLIT, $128-17
-	MOVQ xb+0(FP), SI
+// RSTART sets the loop over the eight j of one vector: SI at x_j, R10 at
+// the mask for j%8 = 0 (the window of iq1consts+84 starting at entry 7),
+// CX counting.
+#define RSTART(v) \
+	LEAQ (32*v)(BX), SI;            \
+	LEAQ iq1consts<>+112(SB), R10;  \
+	MOVQ $8, CX
+
+// RNEXT steps to the next j and loops to label while the vector has one.
+#define RNEXT \
+	ADDQ $4, SI;   \
+	SUBQ $4, R10;  \
+	DECQ CX
+
+// RPLACE writes idx[rank_i] = i for the n ranks stored at 0(SP).
+#define RPLACE(n) \
+	XORQ CX, CX;             \
+rplace:                      \
+	MOVL (SP)(CX*4), AX;     \
+	MOVB CX, (DI)(AX*1);     \
+	INCQ CX;                 \
+	CMPQ CX, $n;             \
+	JLT  rplace
+
+// func iq1Rank16AVX2(xb *[16]float32, idx *[16]uint8) bool
+// The stable order of iq1SortOrder for 16 values by ranks: value i goes to
+// the count of values that sort before it. False (idx untouched) when a
+// value is NaN, where the insertion sort's order is not a ranking.
+TEXT ·iq1Rank16AVX2(SB), NOSPLIT, $64-17
+	MOVQ xb+0(FP), BX
 	MOVQ idx+8(FP), DI
-	VMOVUPS 0(SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
+	VMOVUPS 0(BX), Y0
+	VMOVUPS 32(BX), Y1
+	VCMPPS $3, Y0, Y0, Y2
+	VCMPPS $3, Y1, Y1, Y3
+	VORPS Y3, Y2, Y2
+	VMOVMSKPS Y2, AX
+	TESTL AX, AX
+	JNZ  r16nan
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	RSTART(0)
+r16a:
+	VBROADCASTSS (SI), Y8
+	RMIX(Y0, Y4)
+	RLE(Y1, Y5)
+	RNEXT
+	JNZ  r16a
+	RSTART(1)
+r16b:
+	VBROADCASTSS (SI), Y8
+	RLT(Y0, Y4)
+	RMIX(Y1, Y5)
+	RNEXT
+	JNZ  r16b
+	VMOVDQU Y4, 0(SP)
+	VMOVDQU Y5, 32(SP)
+	VZEROUPPER
+	RPLACE(16)
+	MOVB $1, ret+16(FP)
+	RET
+
+r16nan:
+	VZEROUPPER
+	MOVB $0, ret+16(FP)
+	RET
+
+// func iq1Rank32AVX2(xb *[32]float32, idx *[32]uint8) bool
+// iq1Rank16AVX2 for 32 values (IQ1_S).
+TEXT ·iq1Rank32AVX2(SB), NOSPLIT, $128-17
+	MOVQ xb+0(FP), BX
+	MOVQ idx+8(FP), DI
+	VMOVUPS 0(BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVUPS 64(BX), Y2
+	VMOVUPS 96(BX), Y3
 	VCMPPS $3, Y0, Y0, Y4
 	VCMPPS $3, Y1, Y1, Y5
 	VCMPPS $3, Y2, Y2, Y6
@@ -778,212 +743,57 @@ TEXT ·iq1Rank32AVX2(SB), NOSPLIT, $128-17
 	VORPS Y6, Y4, Y4
 	VMOVMSKPS Y4, AX
 	TESTL AX, AX
-	JNZ  rank32nan
+	JNZ  r32nan
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
-	VBROADCASTSS 0(SI), Y8
-	RMIX(Y0, Y4, 176)
+	RSTART(0)
+r32a:
+	VBROADCASTSS (SI), Y8
+	RMIX(Y0, Y4)
 	RLE(Y1, Y5)
 	RLE(Y2, Y6)
 	RLE(Y3, Y7)
-	VBROADCASTSS 4(SI), Y8
-	RMIX(Y0, Y4, 172)
-	RLE(Y1, Y5)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 8(SI), Y8
-	RMIX(Y0, Y4, 168)
-	RLE(Y1, Y5)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 12(SI), Y8
-	RMIX(Y0, Y4, 164)
-	RLE(Y1, Y5)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 16(SI), Y8
-	RMIX(Y0, Y4, 160)
-	RLE(Y1, Y5)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 20(SI), Y8
-	RMIX(Y0, Y4, 156)
-	RLE(Y1, Y5)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 24(SI), Y8
-	RMIX(Y0, Y4, 152)
-	RLE(Y1, Y5)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 28(SI), Y8
-	RMIX(Y0, Y4, 148)
-	RLE(Y1, Y5)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 32(SI), Y8
+	RNEXT
+	JNZ  r32a
+	RSTART(1)
+r32b:
+	VBROADCASTSS (SI), Y8
 	RLT(Y0, Y4)
-	RMIX(Y1, Y5, 176)
+	RMIX(Y1, Y5)
 	RLE(Y2, Y6)
 	RLE(Y3, Y7)
-	VBROADCASTSS 36(SI), Y8
-	RLT(Y0, Y4)
-	RMIX(Y1, Y5, 172)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 40(SI), Y8
-	RLT(Y0, Y4)
-	RMIX(Y1, Y5, 168)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 44(SI), Y8
-	RLT(Y0, Y4)
-	RMIX(Y1, Y5, 164)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 48(SI), Y8
-	RLT(Y0, Y4)
-	RMIX(Y1, Y5, 160)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 52(SI), Y8
-	RLT(Y0, Y4)
-	RMIX(Y1, Y5, 156)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 56(SI), Y8
-	RLT(Y0, Y4)
-	RMIX(Y1, Y5, 152)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 60(SI), Y8
-	RLT(Y0, Y4)
-	RMIX(Y1, Y5, 148)
-	RLE(Y2, Y6)
-	RLE(Y3, Y7)
-	VBROADCASTSS 64(SI), Y8
+	RNEXT
+	JNZ  r32b
+	RSTART(2)
+r32c:
+	VBROADCASTSS (SI), Y8
 	RLT(Y0, Y4)
 	RLT(Y1, Y5)
-	RMIX(Y2, Y6, 176)
+	RMIX(Y2, Y6)
 	RLE(Y3, Y7)
-	VBROADCASTSS 68(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RMIX(Y2, Y6, 172)
-	RLE(Y3, Y7)
-	VBROADCASTSS 72(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RMIX(Y2, Y6, 168)
-	RLE(Y3, Y7)
-	VBROADCASTSS 76(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RMIX(Y2, Y6, 164)
-	RLE(Y3, Y7)
-	VBROADCASTSS 80(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RMIX(Y2, Y6, 160)
-	RLE(Y3, Y7)
-	VBROADCASTSS 84(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RMIX(Y2, Y6, 156)
-	RLE(Y3, Y7)
-	VBROADCASTSS 88(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RMIX(Y2, Y6, 152)
-	RLE(Y3, Y7)
-	VBROADCASTSS 92(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RMIX(Y2, Y6, 148)
-	RLE(Y3, Y7)
-	VBROADCASTSS 96(SI), Y8
+	RNEXT
+	JNZ  r32c
+	RSTART(3)
+r32d:
+	VBROADCASTSS (SI), Y8
 	RLT(Y0, Y4)
 	RLT(Y1, Y5)
 	RLT(Y2, Y6)
-	RMIX(Y3, Y7, 176)
-	VBROADCASTSS 100(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RLT(Y2, Y6)
-	RMIX(Y3, Y7, 172)
-	VBROADCASTSS 104(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RLT(Y2, Y6)
-	RMIX(Y3, Y7, 168)
-	VBROADCASTSS 108(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RLT(Y2, Y6)
-	RMIX(Y3, Y7, 164)
-	VBROADCASTSS 112(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RLT(Y2, Y6)
-	RMIX(Y3, Y7, 160)
-	VBROADCASTSS 116(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RLT(Y2, Y6)
-	RMIX(Y3, Y7, 156)
-	VBROADCASTSS 120(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RLT(Y2, Y6)
-	RMIX(Y3, Y7, 152)
-	VBROADCASTSS 124(SI), Y8
-	RLT(Y0, Y4)
-	RLT(Y1, Y5)
-	RLT(Y2, Y6)
-	RMIX(Y3, Y7, 148)
+	RMIX(Y3, Y7)
+	RNEXT
+	JNZ  r32d
 	VMOVDQU Y4, 0(SP)
 	VMOVDQU Y5, 32(SP)
 	VMOVDQU Y6, 64(SP)
 	VMOVDQU Y7, 96(SP)
 	VZEROUPPER
-	PLACE(0)
-	PLACE(1)
-	PLACE(2)
-	PLACE(3)
-	PLACE(4)
-	PLACE(5)
-	PLACE(6)
-	PLACE(7)
-	PLACE(8)
-	PLACE(9)
-	PLACE(10)
-	PLACE(11)
-	PLACE(12)
-	PLACE(13)
-	PLACE(14)
-	PLACE(15)
-	PLACE(16)
-	PLACE(17)
-	PLACE(18)
-	PLACE(19)
-	PLACE(20)
-	PLACE(21)
-	PLACE(22)
-	PLACE(23)
-	PLACE(24)
-	PLACE(25)
-	PLACE(26)
-	PLACE(27)
-	PLACE(28)
-	PLACE(29)
-	PLACE(30)
-	PLACE(31)
+	RPLACE(32)
 	MOVB $1, ret+16(FP)
 	RET
 
-rank32nan:
+r32nan:
 	VZEROUPPER
 	MOVB $0, ret+16(FP)
 	RET

@@ -216,3 +216,10 @@ func TestIQ1RankAVX2(t *testing.T) {
 		}
 	}
 }
+
+// TestIQ1BoundaryPairs checks the vector counts the kernels are built for.
+func TestIQ1BoundaryPairs(t *testing.T) {
+	if len(iq1mVectors)*32 != len(iq1mScratch{}.buf)-24 || len(iq1sVectors)*32 != len(iq1sScratch{}.buf)-24 {
+		t.Fatalf("%d and %d vectors, buffers of %d and %d", len(iq1mVectors), len(iq1sVectors), len(iq1mScratch{}.buf), len(iq1sScratch{}.buf))
+	}
+}
