@@ -26,11 +26,10 @@ var iq1GridCodes = func() (t [2048]uint32) {
 // past n only as memory, masked to the grid), gathers their points from
 // codes, and computes each lane's distance in ggml's order (sv[l] − x[i],
 // (w[i]·e)·e, the sum in index order). It returns the position of the first
-// neighbour with the smallest distance below FLT_MAX, or −1. scratch gets
-// the broadcasts of x and w.
+// neighbour with the smallest distance below FLT_MAX, or −1.
 //
 //go:noescape
-func iq1NearestAVX2(nb *uint16, n int, codes *[2048]uint32, x, w, sv *[8]float32, scratch *[16][8]float32) int
+func iq1NearestAVX2(nb *uint16, n int, codes *[2048]uint32, x, w, sv *[8]float32) int
 
 // nearest2 is the neighbour search of bestNeighbour2; g must be the IQ1
 // grid (the kernel reads its points from iq1GridCodes).
@@ -39,24 +38,23 @@ func (g *iq2Grid) nearest2(nb []uint16, x, wa, sv *[8]float32) int {
 		return g.nearest2Generic(nb, x, wa, sv)
 	}
 	// The kernel reads whole vectors of eight indices; past the end of the
-	// neighbour array the list is copied first.
+	// neighbour array the list is copied first (nearest2Padded).
 	n := len(nb)
 	r := (n + 7) &^ 7
+	if r > cap(nb) {
+		return g.nearest2Padded(nb, x, wa, sv)
+	}
+	return max(0, iq1NearestAVX2(&nb[:r][0], n, &iq1GridCodes, x, wa, sv))
+}
+
+// nearest2Padded is nearest2 on a copy of nb padded to a multiple of eight.
+func (g *iq2Grid) nearest2Padded(nb []uint16, x, wa, sv *[8]float32) int {
 	var buf [256]uint16
-	p := &buf[0]
-	switch {
-	case r <= cap(nb):
-		p = &nb[:r][0]
-	case r <= len(buf):
-		copy(buf[:], nb)
-	default:
+	if len(nb) > len(buf)-7 {
 		return g.nearest2Generic(nb, x, wa, sv)
 	}
-	var scratch [16][8]float32
-	if pos := iq1NearestAVX2(p, n, &iq1GridCodes, x, wa, sv, &scratch); pos >= 0 {
-		return pos
-	}
-	return 0
+	copy(buf[:], nb)
+	return max(0, iq1NearestAVX2(&buf[0], len(nb), &iq1GridCodes, x, wa, sv))
 }
 
 // iq1Rank16AVX2 is iq1SortOrder for 16 values by ranks: value i goes to

@@ -553,18 +553,19 @@ GLOBL iq1consts<>(SB), RODATA|NOPTR, $240
 	VBROADCASTSS (4*i)(BX), Y0; \
 	VMOVUPS Y0, (64*i+32)(DI)
 
-// func iq1NearestAVX2(nb *uint16, n int, codes *[2048]uint32, x, w, sv *[8]float32, scratch *[16][8]float32) int
+// func iq1NearestAVX2(nb *uint16, n int, codes *[2048]uint32, x, w, sv *[8]float32) int
 // Lanes: neighbours 8q .. 8q+7. Y6 and Y7 keep per lane the smallest
 // distance so far below FLT_MAX and its position (−1 while none): a strict
-// less-than keeps the first, as ggml's scan does.
-TEXT ·iq1NearestAVX2(SB), NOSPLIT, $0-64
+// less-than keeps the first, as ggml's scan does. The frame holds the
+// broadcasts of x[i] (at 64i) and w[i] (at 64i+32).
+TEXT ·iq1NearestAVX2(SB), NOSPLIT, $512-56
 	MOVQ nb+0(FP), SI
 	MOVQ n+8(FP), CX
 	MOVQ codes+16(FP), R8
 	MOVQ x+24(FP), AX
 	MOVQ w+32(FP), BX
 	MOVQ sv+40(FP), DX
-	MOVQ scratch+48(FP), DI
+	MOVQ SP, DI
 	NBBCAST(0)
 	NBBCAST(1)
 	NBBCAST(2)
@@ -633,7 +634,7 @@ nbloop:
 	VPMINUD X5, X4, X4
 	VMOVD X4, AX
 	MOVLQSX AX, AX
-	MOVQ AX, ret+56(FP)
+	MOVQ AX, ret+48(FP)
 	VZEROUPPER
 	RET
 
