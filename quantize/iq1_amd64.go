@@ -7,9 +7,17 @@ import (
 	"math/bits"
 )
 
-// The amd64 kernel of IQ1_M's split search (iq1_amd64.s); the purego build
-// tag turns it off, and TestEncodeAsmMatchesGeneric checks it against the
-// Go form.
+// The amd64 kernels of IQ1_S and IQ1_M (iq1_amd64.s): the split searches,
+// the neighbour search and the stable sorts. The purego build tag turns
+// them off, TestEncodeAsmMatchesGeneric checks the encoders against the Go
+// forms and iq1_amd64_test.go each kernel.
+
+// The number of vectors of the first passes (iq1mVectors, iq1sVectors):
+// their buffers hold four arrays of 8 floats per vector.
+const (
+	iq1mVecs = 81
+	iq1sVecs = 153
+)
 
 // iq1GridCodes holds the points of the IQ1 grid (iq1KGrid2048: level l of
 // coordinate i in bits 2i, 2i+1) widened to 32 bits for the kernel's
@@ -88,7 +96,7 @@ func iq1SortOrder32(idx *[32]uint8, xb []float32) {
 // sums: for each i1, the candidates of two boundaries i2, i2+1 in the
 // lanes of a vector, lane 4j+k holding i2+j and the shift combination k,
 // so that the lanes run in ggml's order (i1, i2, k). Each lane computes Σqx
-// and Σq² as ggml does, from the lane constants in lanes (iq1mLanes), and
+// and Σq² as ggml does, from the lane constants (iq1mSearch.lanes), and
 // is tested against the best score so far (Σq² > 0 and Σqx² > best·Σq²).
 // When a lane passes, the candidates of the vector are taken in order: the
 // first passing lane becomes the best (scale Σqx/Σq², score scale·Σqx, the
@@ -125,11 +133,12 @@ var iq1mLaneConsts = func() (c [4][8]float32) {
 // iq1mSearchAVX2 does, vector v = 0..80 holding the pairs (i1, i2) of
 // iq1mVectors[v], and each valid candidate's score S = (Σqx/Σq²)·Σqx (the
 // value ggml's best score takes when it accepts it): buf gets, per
-// candidate w = 8v+lane, S at w, Σqx² at 648+w, Σq² (0 where not valid) at
-// 2·648+w, Σqx/Σq² at 3·648+w, then the state iq1PickAVX2 starts from.
+// candidate w = 8v+lane, S at w, Σqx² at n+w, Σq² (0 where not valid) at
+// 2n+w, Σqx/Σq² at 3n+w (n = 8·iq1mVecs), then the state iq1PickAVX2
+// starts from.
 //
 //go:noescape
-func iq1mBestAVX2(tab *[4][24]float32, lanes *[10][8]float32, buf *[4*648 + 24]float32)
+func iq1mBestAVX2(tab *[4][24]float32, lanes *[10][8]float32, buf *[32*iq1mVecs + 24]float32)
 
 // iq1PickAVX2 decides the split search from the first pass in buf (n32 =
 // 32 × the number of vectors): it returns the position w of the first
@@ -147,7 +156,7 @@ func iq1PickAVX2(buf *float32, n32 int) int
 
 // iq1mScratch is iq1mBestAVX2's buffer, kept in iq1mSearch.
 type iq1mScratch struct {
-	buf [4*648 + 24]float32
+	buf [32*iq1mVecs + 24]float32
 }
 
 // iq1mVectors lists the (i1, i2) of iq1mBestAVX2's vectors (each holds
@@ -187,7 +196,8 @@ func (s *iq1mSearch) lanes() (lanes [10][8]float32) {
 
 // run is the split search of one IQ1_M group (iq1mSearch), with init as the
 // scale when no candidate is found: iq1mBestAVX2 and iq1PickAVX2, and
-// where they cannot decide, iq1mSearchAVX2, which follows ggml's scan candidate by candidate.
+// where they cannot decide, iq1mSearchAVX2, which follows ggml's scan
+// candidate by candidate.
 func (s *iq1mSearch) run(init float32) {
 	if !useAVX2 {
 		s.runGeneric(init)
@@ -196,11 +206,11 @@ func (s *iq1mSearch) run(init float32) {
 	lanes := s.lanes()
 	s.besti1, s.besti2, s.bestK, s.scale = -1, -1, -1, init
 	iq1mBestAVX2(&s.tab, &lanes, &s.buf)
-	switch w := iq1PickAVX2(&s.buf[0], 81*32); {
+	switch w := iq1PickAVX2(&s.buf[0], 32*iq1mVecs); {
 	case w >= 0:
 		v, l := w/8, w%8
 		s.besti1, s.besti2, s.bestK = int(iq1mVectors[v][0]), int(iq1mVectors[v][1])+l/4, l%4
-		s.scale = s.buf[3*648+w]
+		s.scale = s.buf[3*8*iq1mVecs+w]
 	case w == -2:
 		if i1, i2, k, scale := iq1mSearchAVX2(&s.tab, &lanes); k >= 0 {
 			s.besti1, s.besti2, s.bestK, s.scale = i1, i2, k, scale
@@ -220,17 +230,16 @@ func iq1sPassAVX2(c *[16]float32, tab *float32, out *[32]float32) int
 
 // iq1sBestAVX2 is iq1mBestAVX2 for IQ1_S: vector v = 0..152 holds the
 // boundaries iq1sVectors[v] = (i1, i2), lane 2j+h the candidate (i1, i2+j)
-// with the shift +1 (h = 0) or −1 (h = 1); buf gets S at w = 8v+lane,
-// Σqx² at 1224+w, Σq² at 2·1224+w, Σqx/Σq² at 3·1224+w, then
-// iq1PickAVX2's state. lanes: x_p[1], x_m[1] alternating, the same for
+// with the shift +1 (h = 0) or −1 (h = 1); buf as iq1mBestAVX2's with
+// n = 8·iq1sVecs. lanes: x_p[1], x_m[1] alternating, the same for
 // index 2, then 0, then sumx[32] and sumw[32] broadcast.
 //
 //go:noescape
-func iq1sBestAVX2(tab *[2][48]float32, lanes *[5][8]float32, buf *[4*1224 + 24]float32)
+func iq1sBestAVX2(tab *[2][48]float32, lanes *[5][8]float32, buf *[32*iq1sVecs + 24]float32)
 
 // iq1sScratch is iq1sBestAVX2's buffer, kept in iq1sSearch.
 type iq1sScratch struct {
-	buf [4*1224 + 24]float32
+	buf [32*iq1sVecs + 24]float32
 }
 
 // iq1sVectors lists the (i1, i2) of iq1sBestAVX2's vectors (each holds
@@ -254,11 +263,11 @@ func (s *iq1sSearch) run(init float32) {
 		lanes[4][l], lanes[4][l+1] = s.tab[1][32], s.tab[1][32]
 	}
 	iq1sBestAVX2(&s.tab, &lanes, &s.buf)
-	switch w := iq1PickAVX2(&s.buf[0], 153*32); {
+	switch w := iq1PickAVX2(&s.buf[0], 32*iq1sVecs); {
 	case w >= 0:
 		v, l := w/8, w%8
 		s.besti1, s.besti2, s.bestShift = int(iq1sVectors[v][0]), int(iq1sVectors[v][1])+l/2, 1-2*(l%2)
-		s.scale = s.buf[3*1224+w]
+		s.scale = s.buf[3*8*iq1sVecs+w]
 	case w == -1:
 		s.besti1, s.besti2, s.bestShift, s.scale = -1, -1, 0, init
 	default:

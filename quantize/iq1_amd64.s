@@ -176,7 +176,7 @@ acceptloop:
 	VPBROADCASTD X6, Y6;                     \
 	VBLENDVPS Y5, Y6, Y8, Y8
 
-// func iq1mBestAVX2(tab *[4][24]float32, lanes *[10][8]float32, buf *[4*81*8 + 24]float32)
+// func iq1mBestAVX2(tab *[4][24]float32, lanes *[10][8]float32, buf *[32*iq1mVecs + 24]float32)
 // The first pass of iq1mSearch.run's decision: the candidates of all
 // (i1, i2) as in iq1mSearchAVX2, vector v = 0..80 (lane l of vector v is
 // candidate w = 8v+l). Per lane it stores in buf the score S = (Σqx/Σq²)·Σqx
@@ -206,7 +206,7 @@ bi2loop:
 	VANDPS (R9), Y0, Y0       // valid
 	VDIVPS Y5, Y4, Y1         // scale = Σqx/Σq²
 	VMULPS Y4, Y1, Y2         // S = scale·Σqx
-	BESTLANE(2592)
+	BESTLANE(2592) // 32*iq1mVecs
 	ADDQ $32, DX
 	ADDQ $2, R11
 	ADDQ $8, SI
@@ -216,7 +216,7 @@ bi2loop:
 	CMPQ R10, $16
 	JLE  bi1loop
 
-	BESTSTORE(2592)
+	BESTSTORE(2592) // 32*iq1mVecs
 	RET
 
 // func iq1PickAVX2(buf *float32, n32 int) int
@@ -334,7 +334,7 @@ undecided:
 	VZEROUPPER
 	RET
 
-// func iq1sBestAVX2(tab *[2][48]float32, lanes *[5][8]float32, buf *[4*1224 + 24]float32)
+// func iq1sBestAVX2(tab *[2][48]float32, lanes *[5][8]float32, buf *[32*iq1sVecs + 24]float32)
 // The first pass of iq1sSearch.run's decision, as iq1mBestAVX2: vector
 // v = 0..152 holds for one i1 the boundaries i2..i2+3 (iq1sVectors), lane
 // 2j+h the candidate i2+j with the shift +1 (h = 0) or -1 (h = 1), valid
@@ -394,7 +394,7 @@ si2loop:
 	VANDPS (R9), Y0, Y0       // valid
 	VDIVPS Y5, Y4, Y1         // scale = Σqx/Σq²
 	VMULPS Y4, Y1, Y2         // S = scale·Σqx
-	BESTLANE(4896)
+	BESTLANE(4896) // 32*iq1sVecs
 	ADDQ $32, DX
 	ADDQ $4, R11
 	ADDQ $16, SI
@@ -404,7 +404,7 @@ si2loop:
 	CMPQ R10, $32
 	JLE  si1loop
 
-	BESTSTORE(4896)
+	BESTSTORE(4896) // 32*iq1sVecs
 	RET
 
 // func iq1sPassAVX2(c *[16]float32, tab *float32, out *[32]float32) int

@@ -68,7 +68,7 @@ func TestIQ1SearchAVX2(t *testing.T) {
 		// where iq1mBestAVX2 cannot decide), and how often that happens.
 		lanes := m.lanes()
 		iq1mBestAVX2(&m.tab, &lanes, &m.buf)
-		switch w := iq1PickAVX2(&m.buf[0], 81*32); {
+		switch w := iq1PickAVX2(&m.buf[0], 32*iq1mVecs); {
 		case w >= 0:
 			outcomes[0]++
 		default:
@@ -102,7 +102,7 @@ func TestIQ1SearchAVX2(t *testing.T) {
 					k.besti1, k.besti2, k.bestShift, k.scale, sg.besti1, sg.besti2, sg.bestShift, sg.scale)
 			}
 		}
-		switch w := iq1PickAVX2(&s.buf[0], 153*32); {
+		switch w := iq1PickAVX2(&s.buf[0], 32*iq1sVecs); {
 		case w >= 0:
 			outcomesS[0]++
 		default:
@@ -219,7 +219,7 @@ func TestIQ1RankAVX2(t *testing.T) {
 
 // TestIQ1BoundaryPairs checks the vector counts the kernels are built for.
 func TestIQ1BoundaryPairs(t *testing.T) {
-	if len(iq1mVectors)*32 != len(iq1mScratch{}.buf)-24 || len(iq1sVectors)*32 != len(iq1sScratch{}.buf)-24 {
-		t.Fatalf("%d and %d vectors, buffers of %d and %d", len(iq1mVectors), len(iq1sVectors), len(iq1mScratch{}.buf), len(iq1sScratch{}.buf))
+	if len(iq1mVectors) != iq1mVecs || len(iq1sVectors) != iq1sVecs {
+		t.Fatalf("%d and %d vectors, want %d and %d", len(iq1mVectors), len(iq1sVectors), iq1mVecs, iq1sVecs)
 	}
 }
