@@ -36,6 +36,7 @@ func TestIQ1SearchAVX2(t *testing.T) {
 		t.Skip("no AVX2")
 	}
 	r := rand.New(rand.NewPCG(18, 1818))
+	var outcomes, outcomesS [3]int // iq1PickAVX2: decided, no candidate, undecided
 	for iter := range 20000 {
 		kind := iter % 3
 		scale := math.Pow(10, float64(r.IntN(41)-20))
@@ -63,6 +64,24 @@ func TestIQ1SearchAVX2(t *testing.T) {
 			t.Fatalf("IQ1_M iter %d: kernel (%d, %d, %d, %g), Go (%d, %d, %d, %g)", iter,
 				m.besti1, m.besti2, m.bestK, m.scale, mg.besti1, mg.besti2, mg.bestK, mg.scale)
 		}
+		// The candidate-by-candidate kernel on its own (run uses it only
+		// where iq1mBestAVX2 cannot decide), and how often that happens.
+		lanes := m.lanes()
+		iq1mBestAVX2(&m.tab, &lanes, &m.buf)
+		switch w := iq1PickAVX2(&m.buf[0], 32*iq1mVecs); {
+		case w >= 0:
+			outcomes[0]++
+		default:
+			outcomes[-w]++
+		}
+		i1, i2, k, sc := iq1mSearchAVX2(&m.tab, &lanes)
+		if k < 0 {
+			i1, i2, sc = -1, -1, 1
+		}
+		if i1 != mg.besti1 || i2 != mg.besti2 || k != mg.bestK || math.Float32bits(sc) != math.Float32bits(mg.scale) {
+			t.Fatalf("IQ1_M iter %d: scan kernel (%d, %d, %d, %g), Go (%d, %d, %d, %g)", iter,
+				i1, i2, k, sc, mg.besti1, mg.besti2, mg.bestK, mg.scale)
+		}
 
 		var s, sg iq1sSearch
 		iq1TestSums(r, s.tab[0][:], 32, kind, scale)
@@ -73,11 +92,134 @@ func TestIQ1SearchAVX2(t *testing.T) {
 			}
 		}
 		sg = s
+		ss := s
 		s.run(1)
 		sg.runGeneric(1)
-		if s.besti1 != sg.besti1 || s.besti2 != sg.besti2 || s.bestShift != sg.bestShift || math.Float32bits(s.scale) != math.Float32bits(sg.scale) {
-			t.Fatalf("IQ1_S iter %d: kernel (%d, %d, %d, %g), Go (%d, %d, %d, %g)", iter,
-				s.besti1, s.besti2, s.bestShift, s.scale, sg.besti1, sg.besti2, sg.bestShift, sg.scale)
+		ss.runScan(1)
+		for _, k := range []*iq1sSearch{&s, &ss} {
+			if k.besti1 != sg.besti1 || k.besti2 != sg.besti2 || k.bestShift != sg.bestShift || math.Float32bits(k.scale) != math.Float32bits(sg.scale) {
+				t.Fatalf("IQ1_S iter %d: kernel (%d, %d, %d, %g), Go (%d, %d, %d, %g)", iter,
+					k.besti1, k.besti2, k.bestShift, k.scale, sg.besti1, sg.besti2, sg.bestShift, sg.scale)
+			}
 		}
+		switch w := iq1PickAVX2(&s.buf[0], 32*iq1sVecs); {
+		case w >= 0:
+			outcomesS[0]++
+		default:
+			outcomesS[-w]++
+		}
+	}
+	t.Logf("IQ1_M: %d decided, %d without a candidate, %d undecided", outcomes[0], outcomes[1], outcomes[2])
+	t.Logf("IQ1_S: %d decided, %d without a candidate, %d undecided", outcomesS[0], outcomesS[1], outcomesS[2])
+	for i := range 3 {
+		if outcomes[i] == 0 || outcomesS[i] == 0 {
+			t.Errorf("iq1PickAVX2 outcome %d never seen", i)
+		}
+	}
+}
+
+// TestIQ1NearestAVX2 compares the neighbour kernel with the plain Go search
+// on every off-grid point of the IQ1 grid that an encoder can look up
+// (levels 0..2), for random values and weights at scales from 1e-20 to
+// 1e20, ties (zero weights, values on the grid), zeros of both signs,
+// negative weights, NaN and infinities.
+func TestIQ1NearestAVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
+	g := iq1Tables()
+	r := rand.New(rand.NewPCG(18, 1819))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.MaxFloat32, 1e-45}
+	for u, m := range g.index {
+		if m >= 0 || u&(u>>1)&0x5555 != 0 { // on the grid, or some level 3
+			continue
+		}
+		nb := g.neighboursOf(m)
+		for iter := range 6 {
+			scale := float32(math.Pow(10, float64(r.IntN(41)-20)))
+			var x, w [8]float32
+			for i := range 8 {
+				x[i] = float32(r.NormFloat64()) * scale
+				w[i] = float32(r.ExpFloat64())
+				switch iter {
+				case 1: // every weight zero: all distances tie
+					w[i] = 0
+				case 2: // values on the grid points' levels: ties between neighbours
+					x[i] = iq1XP[r.IntN(3)]
+					w[i] = 1
+				case 3:
+					if r.IntN(4) == 0 {
+						x[i] = special[r.IntN(len(special))]
+					}
+					if r.IntN(4) == 0 {
+						w[i] = special[r.IntN(len(special))]
+					}
+				case 4:
+					if r.IntN(3) == 0 {
+						w[i] = -w[i]
+					}
+				}
+			}
+			s := scale
+			if iter == 2 {
+				s = 1
+			}
+			sv := [8]float32{s * iq1XM[0], s * iq1XM[1], s * iq1XM[2], 0, s * iq1XM[0], s * iq1XM[1], s * iq1XM[2]}
+			want := g.nearest2Generic(nb, &x, &w, &sv)
+			if got, padded := g.nearest2(nb, &x, &w, &sv), g.nearest2Padded(nb, &x, &w, &sv); got != want || padded != want {
+				t.Fatalf("point %#x iter %d: kernel %d (on a copy %d), Go %d (x %v w %v)", u, iter, got, padded, want, x, w)
+			}
+		}
+	}
+}
+
+// TestIQ1RankAVX2 compares the rank sorts of 16 and 32 values with the
+// insertion sort: Gaussian values, values drawn from a few (ties), zeros of
+// both signs, infinities, denormals; a NaN anywhere must leave the order to
+// the insertion sort.
+func TestIQ1RankAVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(18, 1820))
+	few := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1e-45, -1e-45, float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32}
+	for iter := range 100000 {
+		var xb [32]float32
+		for i := range xb {
+			xb[i] = float32(r.NormFloat64())
+			if iter%2 == 1 {
+				xb[i] = few[r.IntN(2+iter%(len(few)-1))]
+			}
+		}
+		n := 16 << (iter / 2 % 2)
+		nan := iter%7 == 0
+		if nan {
+			xb[r.IntN(n)] = float32(math.NaN())
+		}
+		var got, want [32]uint8
+		got[0] = 99
+		var ok bool
+		if n == 16 {
+			ok = iq1Rank16AVX2((*[16]float32)(xb[:16]), (*[16]uint8)(got[:16]))
+		} else {
+			ok = iq1Rank32AVX2(&xb, &got)
+		}
+		if ok == nan || (nan && got[0] != 99) {
+			t.Fatalf("iter %d: ok %v with NaN %v (%v)", iter, ok, nan, xb[:n])
+		}
+		if nan {
+			continue
+		}
+		iq1SortOrder(want[:n], xb[:n])
+		if got != want {
+			t.Fatalf("iter %d: %v: ranks %v, insertion sort %v", iter, xb[:n], got[:n], want[:n])
+		}
+	}
+}
+
+// TestIQ1BoundaryPairs checks the vector counts the kernels are built for.
+func TestIQ1BoundaryPairs(t *testing.T) {
+	if len(iq1mVectors) != iq1mVecs || len(iq1sVectors) != iq1sVecs {
+		t.Fatalf("%d and %d vectors, want %d and %d", len(iq1mVectors), len(iq1sVectors), iq1mVecs, iq1sVecs)
 	}
 }

@@ -75,14 +75,21 @@ func iq1SortOrder(idx []uint8, xb []float32) {
 // file comment).
 func (g *iq2Grid) bestNeighbour2(m int32, xval, w []float32, scale float32, xx *[3]float32, L []uint8) int {
 	nb := g.neighboursOf(m)
-	x := (*[8]float32)(xval[:8])
-	wa := (*[8]float32)(w[:8])
-	best := float32(math.MaxFloat32)
-	gi := int(nb[0])
 	// The three scaled values scale·xx[l], ggml's rounded products; a level
-	// (0..2) indexes them masked to two bits.
-	sv := [4]float32{scale * xx[0], scale * xx[1], scale * xx[2]}
-	for _, j := range nb {
+	// (0..2) indexes them masked to two bits (sv[3] and sv[7] are never
+	// read; the kernel indexes with three bits).
+	sv := [8]float32{scale * xx[0], scale * xx[1], scale * xx[2], 0, scale * xx[0], scale * xx[1], scale * xx[2]}
+	gi := int(nb[g.nearest2(nb, (*[8]float32)(xval[:8]), (*[8]float32)(w[:8]), &sv)])
+	copy(L[:8], g.levels[gi][:])
+	return gi
+}
+
+// nearest2Generic is the search of bestNeighbour2 in Go: the position in nb
+// of the first neighbour with the smallest distance below FLT_MAX, or 0.
+func (g *iq2Grid) nearest2Generic(nb []uint16, x, wa, sv *[8]float32) int {
+	best := float32(math.MaxFloat32)
+	pos := 0
+	for q, j := range nb {
 		// ggml's loop over the eight coordinates, unrolled: the products
 		// are independent, the sum runs in index order.
 		p := &g.levels[j]
@@ -103,11 +110,10 @@ func (g *iq2Grid) bestNeighbour2(m int32, xval, w []float32, scale float32, xx *
 		d2 += float32(float32(wa[6]*e6) * e6)
 		d2 += float32(float32(wa[7]*e7) * e7)
 		if d2 < best {
-			best, gi = d2, int(j)
+			best, pos = d2, q
 		}
 	}
-	copy(L[:8], g.levels[gi][:])
-	return gi
+	return pos
 }
 
 // iq1Snap looks up the group of eight levels L[8k:8k+8] on the grid; an
@@ -189,7 +195,7 @@ func encodeIQ1SBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			scales[ib], shifts[ib] = 0, 1
 			continue
 		}
-		iq1SortOrder(idx[:], xb)
+		iq1SortOrder32(&idx, xb)
 		sumx, sumw := &search.tab[0], &search.tab[1]
 		for j, i := range idx {
 			sumx[j+1] = sumx[j] + float32(weight[i]*xb[i])
@@ -270,6 +276,8 @@ type iq1sSearch struct {
 
 	besti1, besti2, bestShift int     // −1, −1, 0 when no candidate has Σq² > 0 and a positive score
 	scale                     float32 // the best candidate's, or the initial one
+
+	iq1sScratch // the kernel's buffer, if any
 }
 
 // The entries of iq1sSearch.c.
@@ -402,7 +410,7 @@ func encodeIQ1MBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			scales[ib], shifts[ib] = 0, 0
 			continue
 		}
-		iq1SortOrder(idx[:], xb)
+		iq1SortOrder16(&idx, xb)
 		px, pw := search.tab[0:2], search.tab[2:4]
 		for j, i := range idx {
 			h := 0
@@ -513,6 +521,8 @@ type iq1mSearch struct {
 
 	besti1, besti2, bestK int     // −1 when no candidate has Σq² > 0 and a positive score
 	scale                 float32 // the best candidate's, or the initial one
+
+	iq1mScratch // the kernel's buffer, if any
 }
 
 // The entries of iq1mSearch.c.
