@@ -124,39 +124,11 @@ func iq2EvenSigns(xval, xb, weight []float32) uint8 {
 // bestNeighbour is iq2_find_best_neighbour: among the neighbours of the
 // off-grid point whose index entry is m, the grid point closest to xval at
 // scale by squared error weighted by w (ties keep the earlier entry); L
-// gets its levels. ggml asserts that some distance is below FLT_MAX; when
-// none is (overflow or NaN), the first listed neighbour, one of the nearest
-// in level space, is taken.
+// gets its levels. ggml multiplies scale by the grid value 2l+1 of each
+// coordinate; those three rounded products are the table the search uses.
 func (g *iq2Grid) bestNeighbour(m int32, xval, w []float32, scale float32, L []uint8) {
-	nb := g.neighboursOf(m)
-	x := (*[8]float32)(xval[:8])
-	wa := (*[8]float32)(w[:8])
-	best := float32(math.MaxFloat32)
-	gi := int(nb[0])
-	for _, j := range nb {
-		// ggml's loop over the eight coordinates, unrolled: the products
-		// are independent, the sum runs in index order.
-		p := &g.values[j]
-		e0 := float32(scale*p[0]) - x[0]
-		e1 := float32(scale*p[1]) - x[1]
-		e2 := float32(scale*p[2]) - x[2]
-		e3 := float32(scale*p[3]) - x[3]
-		e4 := float32(scale*p[4]) - x[4]
-		e5 := float32(scale*p[5]) - x[5]
-		e6 := float32(scale*p[6]) - x[6]
-		e7 := float32(scale*p[7]) - x[7]
-		d2 := float32(float32(wa[0]*e0) * e0)
-		d2 += float32(float32(wa[1]*e1) * e1)
-		d2 += float32(float32(wa[2]*e2) * e2)
-		d2 += float32(float32(wa[3]*e3) * e3)
-		d2 += float32(float32(wa[4]*e4) * e4)
-		d2 += float32(float32(wa[5]*e5) * e5)
-		d2 += float32(float32(wa[6]*e6) * e6)
-		d2 += float32(float32(wa[7]*e7) * e7)
-		if d2 < best {
-			best, gi = d2, int(j)
-		}
-	}
+	sv := [4]float32{scale, scale * 3, scale * 5}
+	gi := g.nearest(m, (*[8]float32)(xval[:8]), (*[8]float32)(w[:8]), &sv)
 	copy(L[:8], g.levels[gi][:])
 }
 

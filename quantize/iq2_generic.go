@@ -1,0 +1,12 @@
+//go:build !amd64 || purego
+
+package quantize
+
+// Without the amd64 assembly, the neighbour search runs in plain Go.
+
+func (g *iq2Grid) nearest(m int32, x, w *[8]float32, sv *[4]float32) int {
+	return g.nearestGeneric(m, x, w, sv)
+}
+
+// setPoints does nothing: the packed points are only read by the kernel.
+func (g *iq2Grid) setPoints([]uint16) {}
