@@ -44,3 +44,83 @@ func (g *iq2Grid) setPoints(kgrid []uint16) {
 		}
 	}
 }
+
+// iq2LevelsAVX2 computes, for the trial inverse scales ids[0:8·nblk] in
+// the lanes, ggml's levels MAX(0, MIN(2, nearest_int(0.5·(id·x−1)))) of the
+// n values x (n a multiple of 8): q[24·i+t] gets the grid value 2l+1 of
+// value i in trial t, u[24·k+t] the packed levels of group k. It returns
+// false when some 0.5·(id·x−1) is NaN or of magnitude 2^22 or more, where
+// nearest_int is not rounding to nearest even.
+//
+//go:noescape
+func iq2LevelsAVX2(x *float32, n int, ids *[24]float32, nblk int, q *[32 * 24]float32, u *[4 * 24]int32) bool
+
+// iq2FitAVX2 computes ggml's fit sums of the trials in the lanes
+// 0..8·nblk−1: Σ(w·x)·q into sums[t] and Σ(w·q)·q into sums[24+t], over
+// the n values in index order, q as iq2LevelsAVX2 lays it out.
+//
+//go:noescape
+func iq2FitAVX2(q *[32 * 24]float32, x, w *float32, n int, nblk int, sums *[48]float32)
+
+// trials is trialsGeneric with the trials in the lanes of AVX2 vectors
+// (at most 24, 16 or 32 values): the levels and packed points of every
+// trial by iq2LevelsAVX2, the grid lookups and the neighbour searches of
+// the off-grid groups one by one, the fit sums by iq2FitAVX2, each lane
+// rounding as ggml's scalar loop; the choice among the trials then runs in
+// ggml's order with ggml's comparisons.
+func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []uint8, onGrid []bool) float32 {
+	n, nt := len(xval), len(ids)
+	if !useAVX2 || nt > 24 || (n != 16 && n != 32) {
+		return g.trialsGeneric(ids, xval, weight, waux, scale, L, onGrid)
+	}
+	nblk := (nt + 7) / 8
+	var lanes [24]float32
+	copy(lanes[:], ids)
+	for t := nt; t < 8*nblk; t++ {
+		lanes[t] = ids[nt-1]
+	}
+	var (
+		q  [32 * 24]float32
+		u  [4 * 24]int32
+		gi [24][4]int32
+		on [24][4]bool
+	)
+	if !iq2LevelsAVX2(&xval[0], n, &lanes, nblk, &q, &u) {
+		return g.trialsGeneric(ids, xval, weight, waux, scale, L, onGrid)
+	}
+	for t, id := range ids {
+		thisScale := 1 / id
+		sv := [4]float32{thisScale, thisScale * 3, thisScale * 5}
+		for k := range n / 8 {
+			m := g.index[u[24*k+t]]
+			if m >= 0 {
+				gi[t][k], on[t][k] = m, true
+				continue
+			}
+			j := g.nearest(m, (*[8]float32)(xval[8*k:8*k+8]), (*[8]float32)(waux[8*k:8*k+8]), &sv)
+			gi[t][k] = int32(j)
+			for i, v := range &g.values[j] {
+				q[24*(8*k+i)+t] = v
+			}
+		}
+	}
+	var sums [48]float32
+	iq2FitAVX2(&q, &xval[0], &weight[0], n, nblk, &sums)
+	var best float32
+	win := -1
+	for t := range nt {
+		sumqx, sumq2 := sums[t], sums[24+t]
+		if sumq2 > 0 && sumqx*sumqx > best*sumq2 {
+			scale = sumqx / sumq2
+			best = scale * sumqx
+			win = t
+		}
+	}
+	if win >= 0 {
+		for k := range n / 8 {
+			copy(L[8*k:8*k+8], g.levels[gi[win][k]][:])
+			onGrid[k] = on[win][k]
+		}
+	}
+	return scale
+}

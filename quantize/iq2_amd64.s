@@ -13,7 +13,12 @@ DATA iq2lanes<>+28(SB)/4, $7
 DATA iq2lanes<>+32(SB)/4, $8          // lane step
 DATA iq2lanes<>+36(SB)/4, $0x7f7fffff // FLT_MAX
 DATA iq2lanes<>+40(SB)/4, $0x7fffffff // INT32_MAX
-GLOBL iq2lanes<>(SB), RODATA|NOPTR, $44
+DATA iq2lanes<>+44(SB)/4, $0x3f800000 // 1.0
+DATA iq2lanes<>+48(SB)/4, $0x3f000000 // 0.5
+DATA iq2lanes<>+52(SB)/4, $0x4a800000 // 2^22
+DATA iq2lanes<>+56(SB)/4, $1
+DATA iq2lanes<>+60(SB)/4, $2
+GLOBL iq2lanes<>(SB), RODATA|NOPTR, $64
 
 // func iq2NearestAVX2(pts *uint16, n int, x, w *[8]float32, sv *[4]float32) int
 // Lanes: list positions p .. p+7. Level l of coordinate i is bits 2i, 2i+1
@@ -131,5 +136,221 @@ loop:
 	VMOVD        X2, AX
 	MOVLQSX      AX, AX
 	MOVQ         AX, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func iq2LevelsAVX2(x *float32, n int, ids *[24]float32, nblk int, q *[32 * 24]float32, u *[4 * 24]int32) bool
+// Lanes: trials 8b .. 8b+7 of block b. Per value: t = 0.5·(id·x − 1), its
+// range checked (Y10 collects lanes with !(|t| < 2^22), NaN included), the
+// level VCVTPS2DQ (nearest even) clamped to 0..2, or'ed into the packed
+// point at bits 2i, and 2l+1 stored as a float. Rows of q and u are 24
+// lanes (96 bytes) apart.
+TEXT ·iq2LevelsAVX2(SB), NOSPLIT, $0-49
+	MOVQ         ids+16(FP), DX
+	MOVQ         nblk+24(FP), R8
+	MOVQ         q+32(FP), R9
+	MOVQ         u+40(FP), R10
+	VBROADCASTSS iq2lanes<>+44(SB), Y14 // 1.0
+	VBROADCASTSS iq2lanes<>+48(SB), Y13 // 0.5
+	VPBROADCASTD iq2lanes<>+40(SB), Y12 // magnitude mask
+	VBROADCASTSS iq2lanes<>+52(SB), Y11 // 2^22
+	VXORPS       Y10, Y10, Y10          // lanes out of range
+	VPXOR        Y9, Y9, Y9             // 0
+	VPBROADCASTD iq2lanes<>+60(SB), Y8  // 2
+	VPBROADCASTD iq2lanes<>+56(SB), Y6  // 1
+
+block:
+	VMOVUPS (DX), Y15 // ids of the block
+	MOVQ    x+0(FP), SI
+	MOVQ    n+8(FP), CX
+	MOVQ    R9, DI
+	MOVQ    R10, BX
+
+group:
+	VPXOR Y7, Y7, Y7 // packed point
+	VBROADCASTSS 0(SI), Y0
+	VMULPS       Y15, Y0, Y0
+	VSUBPS       Y14, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VANDPS       Y12, Y0, Y1
+	VCMPPS       $0x05, Y11, Y1, Y1
+	VORPS        Y1, Y10, Y10
+	VCVTPS2DQ    Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y8, Y0, Y0
+	VPOR         Y0, Y7, Y7
+	VPADDD       Y0, Y0, Y0
+	VPADDD       Y6, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      Y0, 0(DI)
+	VBROADCASTSS 4(SI), Y0
+	VMULPS       Y15, Y0, Y0
+	VSUBPS       Y14, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VANDPS       Y12, Y0, Y1
+	VCMPPS       $0x05, Y11, Y1, Y1
+	VORPS        Y1, Y10, Y10
+	VCVTPS2DQ    Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y8, Y0, Y0
+	VPSLLD       $2, Y0, Y1
+	VPOR         Y1, Y7, Y7
+	VPADDD       Y0, Y0, Y0
+	VPADDD       Y6, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      Y0, 96(DI)
+	VBROADCASTSS 8(SI), Y0
+	VMULPS       Y15, Y0, Y0
+	VSUBPS       Y14, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VANDPS       Y12, Y0, Y1
+	VCMPPS       $0x05, Y11, Y1, Y1
+	VORPS        Y1, Y10, Y10
+	VCVTPS2DQ    Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y8, Y0, Y0
+	VPSLLD       $4, Y0, Y1
+	VPOR         Y1, Y7, Y7
+	VPADDD       Y0, Y0, Y0
+	VPADDD       Y6, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      Y0, 192(DI)
+	VBROADCASTSS 12(SI), Y0
+	VMULPS       Y15, Y0, Y0
+	VSUBPS       Y14, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VANDPS       Y12, Y0, Y1
+	VCMPPS       $0x05, Y11, Y1, Y1
+	VORPS        Y1, Y10, Y10
+	VCVTPS2DQ    Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y8, Y0, Y0
+	VPSLLD       $6, Y0, Y1
+	VPOR         Y1, Y7, Y7
+	VPADDD       Y0, Y0, Y0
+	VPADDD       Y6, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      Y0, 288(DI)
+	VBROADCASTSS 16(SI), Y0
+	VMULPS       Y15, Y0, Y0
+	VSUBPS       Y14, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VANDPS       Y12, Y0, Y1
+	VCMPPS       $0x05, Y11, Y1, Y1
+	VORPS        Y1, Y10, Y10
+	VCVTPS2DQ    Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y8, Y0, Y0
+	VPSLLD       $8, Y0, Y1
+	VPOR         Y1, Y7, Y7
+	VPADDD       Y0, Y0, Y0
+	VPADDD       Y6, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      Y0, 384(DI)
+	VBROADCASTSS 20(SI), Y0
+	VMULPS       Y15, Y0, Y0
+	VSUBPS       Y14, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VANDPS       Y12, Y0, Y1
+	VCMPPS       $0x05, Y11, Y1, Y1
+	VORPS        Y1, Y10, Y10
+	VCVTPS2DQ    Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y8, Y0, Y0
+	VPSLLD       $10, Y0, Y1
+	VPOR         Y1, Y7, Y7
+	VPADDD       Y0, Y0, Y0
+	VPADDD       Y6, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      Y0, 480(DI)
+	VBROADCASTSS 24(SI), Y0
+	VMULPS       Y15, Y0, Y0
+	VSUBPS       Y14, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VANDPS       Y12, Y0, Y1
+	VCMPPS       $0x05, Y11, Y1, Y1
+	VORPS        Y1, Y10, Y10
+	VCVTPS2DQ    Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y8, Y0, Y0
+	VPSLLD       $12, Y0, Y1
+	VPOR         Y1, Y7, Y7
+	VPADDD       Y0, Y0, Y0
+	VPADDD       Y6, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      Y0, 576(DI)
+	VBROADCASTSS 28(SI), Y0
+	VMULPS       Y15, Y0, Y0
+	VSUBPS       Y14, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VANDPS       Y12, Y0, Y1
+	VCMPPS       $0x05, Y11, Y1, Y1
+	VORPS        Y1, Y10, Y10
+	VCVTPS2DQ    Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y8, Y0, Y0
+	VPSLLD       $14, Y0, Y1
+	VPOR         Y1, Y7, Y7
+	VPADDD       Y0, Y0, Y0
+	VPADDD       Y6, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      Y0, 672(DI)
+	VMOVDQU Y7, (BX)
+	ADDQ    $32, SI
+	ADDQ    $768, DI
+	ADDQ    $96, BX
+	SUBQ    $8, CX
+	JGT     group
+
+	ADDQ $32, DX
+	ADDQ $32, R9
+	ADDQ $32, R10
+	DECQ R8
+	JGT  block
+
+	VPTEST  Y10, Y10
+	SETEQ   AX
+	MOVB    AX, ret+48(FP)
+	VZEROUPPER
+	RET
+
+// func iq2FitAVX2(q *[32 * 24]float32, x, w *float32, n int, nblk int, sums *[48]float32)
+// Lanes: trials 8b .. 8b+7 of block b; per value i in order, sumqx +=
+// (w·x)·q and sumq2 += (w·q)·q, each product and sum rounded.
+TEXT ·iq2FitAVX2(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), R9
+	MOVQ nblk+32(FP), R8
+	MOVQ sums+40(FP), R10
+
+fblock:
+	MOVQ   x+8(FP), AX
+	MOVQ   w+16(FP), BX
+	MOVQ   n+24(FP), CX
+	MOVQ   R9, DI
+	VXORPS Y3, Y3, Y3 // sumqx
+	VXORPS Y4, Y4, Y4 // sumq2
+
+fvalue:
+	VMOVUPS      (DI), Y0
+	VBROADCASTSS (BX), Y1
+	VBROADCASTSS (AX), Y2
+	VMULPS       Y2, Y1, Y2
+	VMULPS       Y0, Y2, Y2
+	VADDPS       Y2, Y3, Y3
+	VMULPS       Y0, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VADDPS       Y1, Y4, Y4
+	ADDQ         $4, AX
+	ADDQ         $4, BX
+	ADDQ         $96, DI
+	DECQ         CX
+	JGT          fvalue
+
+	VMOVUPS Y3, (R10)
+	VMOVUPS Y4, 96(R10)
+	ADDQ    $32, R9
+	ADDQ    $32, R10
+	DECQ    R8
+	JGT     fblock
 	VZEROUPPER
 	RET

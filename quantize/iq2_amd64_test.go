@@ -78,3 +78,71 @@ func TestIQ2NearestAVX2(t *testing.T) {
 		})
 	}
 }
+
+// TestIQ2TrialsAVX2 compares the trial loop with the trials in the lanes
+// with the plain one: groups of 32 with IQ2_XXS's 13 trials and of 16 with
+// the 19 of IQ2_XS and IQ2_S, Gaussian values at scales from 1e-30 to 1e30
+// (a negative one as IQ2_XXS's sign parity makes), repeated values, zero
+// and negative weights, and trial scales far below the values' (levels out
+// of nearest_int's range, where the plain loop runs).
+func TestIQ2TrialsAVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(18, 3333))
+	cases := []struct {
+		name    string
+		g       *iq2Grid
+		n, nids int
+	}{
+		{"IQ2_XXS", iq2xxsTables(), 32, 13},
+		{"IQ2_XS", iq2xsTables(), 16, 19},
+		{"IQ2_S", iq2sTables(), 16, 19},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for iter := range 4000 {
+				scale := math.Pow(10, float64(r.IntN(61)-30))
+				var xval, weight, waux [32]float32
+				var maxv float32
+				for i := range c.n {
+					xval[i] = abs32(float32(r.NormFloat64() * scale))
+					if iter%4 == 1 {
+						xval[i] = float32(scale) * float32(r.IntN(3))
+					}
+					weight[i] = float32(r.ExpFloat64())
+					switch r.IntN(10) {
+					case 0:
+						weight[i] = 0
+					case 1:
+						if iter%3 == 0 {
+							weight[i] = -weight[i]
+						}
+					}
+					waux[i] = float32(math.Sqrt(float64(abs32(weight[i]))))
+					maxv = max(maxv, xval[i])
+				}
+				if iter%2 == 0 {
+					xval[r.IntN(c.n)] *= -1
+				}
+				if maxv == 0 {
+					continue
+				}
+				ref := maxv
+				if iter%5 == 0 {
+					ref = maxv * float32(math.Pow(10, -float64(r.IntN(10))))
+				}
+				ids := make([]float32, c.nids)
+				iq2TrialIDs(ids, ref)
+				init := ref / 5
+				var L, Lg [32]uint8
+				var on, ong [4]bool
+				got := c.g.trials(ids, xval[:c.n], weight[:c.n], waux[:c.n], init, L[:], on[:])
+				want := c.g.trialsGeneric(ids, xval[:c.n], weight[:c.n], waux[:c.n], init, Lg[:], ong[:])
+				if math.Float32bits(got) != math.Float32bits(want) || L != Lg || on != ong {
+					t.Fatalf("iter %d: scale %g L %v on %v, want %g %v %v", iter, got, L, on, want, Lg, ong)
+				}
+			}
+		})
+	}
+}

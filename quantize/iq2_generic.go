@@ -10,3 +10,7 @@ func (g *iq2Grid) nearest(m int32, x, w *[8]float32, sv *[4]float32) int {
 
 // setPoints does nothing: the packed points are only read by the kernel.
 func (g *iq2Grid) setPoints([]uint16) {}
+
+func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []uint8, onGrid []bool) float32 {
+	return g.trialsGeneric(ids, xval, weight, waux, scale, L, onGrid)
+}
