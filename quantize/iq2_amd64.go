@@ -32,17 +32,19 @@ func (g *iq2Grid) nearest(m int32, x, w *[8]float32, sv *[4]float32) int {
 	return int(nb[k])
 }
 
-// setPoints fills g.points, the packed points of g.neighbours' entries at
-// the same offsets (a list's count slot holds 0), followed by eight zeros
-// that the kernel may read past the last list.
-func (g *iq2Grid) setPoints(kgrid []uint16) {
-	g.points = make([]uint16, len(g.neighbours)+8)
-	for off := 0; off < len(g.neighbours); off += 1 + int(g.neighbours[off]) {
-		n := int(g.neighbours[off])
-		for k, j := range g.neighbours[off+1 : off+1+n] {
-			g.points[off+1+k] = kgrid[j]
+// neighbourPoints returns the packed points of the entries of the
+// neighbour lists (ggml's layout: a count, then that many grid indices into
+// kgrid) at the same offsets, a count slot holding 0, followed by eight
+// zeros that the kernels may read past the last list.
+func neighbourPoints(neighbours, kgrid []uint16) []uint16 {
+	points := make([]uint16, len(neighbours)+8)
+	for off := 0; off < len(neighbours); off += 1 + int(neighbours[off]) {
+		n := int(neighbours[off])
+		for k, j := range neighbours[off+1 : off+1+n] {
+			points[off+1+k] = kgrid[j]
 		}
 	}
+	return points
 }
 
 // iq2LevelsAVX2 computes, for the trial inverse scales ids[0:8·nblk] in
@@ -123,4 +125,29 @@ func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []u
 		}
 	}
 	return scale
+}
+
+// iq3NearestAVX2 is iq2NearestAVX2 for the four 3-bit levels of an IQ3
+// point (level i in bits 3i .. 3i+2), sv[l] the scale times 2l+1.
+//
+//go:noescape
+func iq3NearestAVX2(pts *uint16, n int, x, w *[4]float32, sv *[8]float32) int
+
+// bestNeighbour is bestNeighbourGeneric, on AVX2 CPUs by iq3NearestAVX2
+// with ggml's rounded products scale·(2l+1) as its table.
+func (t *iq3Tables) bestNeighbour(u int, xval, w *[4]float32, scale float32) int {
+	if !useAVX2 {
+		return t.bestNeighbourGeneric(u, xval, w, scale)
+	}
+	off := int(-t.kmap[u]-1) + 1
+	n := int(t.neighbours[off-1])
+	var sv [8]float32
+	for l := range sv {
+		sv[l] = scale * float32(2*l+1)
+	}
+	k := iq3NearestAVX2(&t.points[off], n, xval, w, &sv)
+	if k < 0 {
+		k = 0
+	}
+	return int(t.neighbours[off+k])
 }

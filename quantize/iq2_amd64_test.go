@@ -146,3 +146,47 @@ func TestIQ2TrialsAVX2(t *testing.T) {
 		})
 	}
 }
+
+// TestIQ3NearestAVX2 compares the vector IQ3 neighbour search with the
+// plain one on both grids, as TestIQ2NearestAVX2 does.
+func TestIQ3NearestAVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(18, 4444))
+	grids := map[string]*iq3Tables{"IQ3_XXS": iq3XXSTables(), "IQ3_S": iq3STables()}
+	for name, g := range grids {
+		t.Run(name, func(t *testing.T) {
+			var offGrid []int
+			for u, m := range g.kmap {
+				if m < 0 {
+					offGrid = append(offGrid, u)
+				}
+			}
+			for iter := range 40000 {
+				u := offGrid[r.IntN(len(offGrid))]
+				if iter == 0 {
+					u = offGrid[len(offGrid)-1]
+				}
+				scale := math.Pow(10, float64(r.IntN(61)-30))
+				var x8, w8 [8]float32
+				iq2TestVector(r, &x8, r.IntN(5), scale)
+				iq2TestVector(r, &w8, r.IntN(5), 1)
+				if r.IntN(2) == 0 {
+					for i := range w8 {
+						w8[i] = abs32(w8[i])
+					}
+				}
+				x, w := (*[4]float32)(x8[:4]), (*[4]float32)(w8[:4])
+				s := float32(r.NormFloat64() * scale)
+				if r.IntN(4) == 0 {
+					s = float32(r.IntN(3))
+				}
+				want := g.bestNeighbourGeneric(u, x, w, s)
+				if got := g.bestNeighbour(u, x, w, s); got != want {
+					t.Fatalf("u=%d x=%v w=%v scale=%v: %d, want %d", u, *x, *w, s, got, want)
+				}
+			}
+		})
+	}
+}

@@ -8,9 +8,14 @@ func (g *iq2Grid) nearest(m int32, x, w *[8]float32, sv *[4]float32) int {
 	return g.nearestGeneric(m, x, w, sv)
 }
 
-// setPoints does nothing: the packed points are only read by the kernel.
-func (g *iq2Grid) setPoints([]uint16) {}
+// neighbourPoints returns nil: the packed points are only read by the
+// amd64 kernels.
+func neighbourPoints(neighbours, kgrid []uint16) []uint16 { return nil }
 
 func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []uint8, onGrid []bool) float32 {
 	return g.trialsGeneric(ids, xval, weight, waux, scale, L, onGrid)
+}
+
+func (t *iq3Tables) bestNeighbour(u int, xval, w *[4]float32, scale float32) int {
+	return t.bestNeighbourGeneric(u, xval, w, scale)
 }

@@ -33,7 +33,7 @@ type iq2Grid struct {
 	neighbours []uint16
 	// points holds, on amd64, the packed point of each entry of
 	// neighbours at the same offset, which the vector search reads
-	// instead of gathering grid values (setPoints).
+	// instead of gathering grid values (neighbourPoints).
 	points []uint16
 }
 
@@ -142,7 +142,7 @@ func newIQ2Grid(kgrid []uint16, nwant int) *iq2Grid {
 			rank[want[r]] = -1
 		}
 	}
-	g.setPoints(kgrid)
+	g.points = neighbourPoints(g.neighbours, kgrid)
 	return g
 }
 

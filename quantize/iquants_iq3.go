@@ -54,12 +54,13 @@ func iq3KSigns(s uint32) uint8 {
 	return uint8(s) | uint8(bits.OnesCount32(s)&1)<<7
 }
 
-// bestNeighbour is iq3_find_best_neighbour: among the grid neighbours of the
-// off-grid quadruple u, the point closest to xval at scale, by squared
-// error weighted by w (ties keep the earlier entry). ggml asserts that some
-// distance is below FLT_MAX; when none is (overflow or NaN), this returns
-// the first listed neighbour, one of the nearest in level space.
-func (t *iq3Tables) bestNeighbour(u int, xval, w *[4]float32, scale float32) int {
+// bestNeighbourGeneric is iq3_find_best_neighbour: among the grid
+// neighbours of the off-grid quadruple u, the point closest to xval at
+// scale, by squared error weighted by w (ties keep the earlier entry).
+// ggml asserts that some distance is below FLT_MAX; when none is (overflow
+// or NaN), this returns the first listed neighbour, one of the nearest in
+// level space.
+func (t *iq3Tables) bestNeighbourGeneric(u int, xval, w *[4]float32, scale float32) int {
 	off := int(-t.kmap[u]-1) + 1
 	list := t.neighbours[off : off+int(t.neighbours[off-1])]
 	vals := t.neighbourVals[off : off+len(list)]
