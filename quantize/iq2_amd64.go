@@ -8,24 +8,24 @@ package quantize
 
 // iq2NearestAVX2 is nearestGeneric on the n ≥ 1 neighbours whose packed
 // points (2-bit levels, coordinate i in bits 2i, 2i+1) start at pts, eight
-// neighbours in the lanes: each lane's distance is ggml's, products and
-// the in-order sum rounded as the scalar loop rounds them (no fused
-// multiply-add). It returns the position in the list of the first
+// neighbours in the lanes: each lane's distance is ggml's, the products
+// scale·vals[l], the others and the in-order sum rounded as the scalar
+// loop rounds them (no fused multiply-add). It returns the position in the list of the first
 // neighbour with the smallest distance below FLT_MAX, or -1 when there is
 // none. It reads up to seven points past the list's end and ignores them.
 //
 //go:noescape
-func iq2NearestAVX2(pts *uint16, n int, x, w *[8]float32, sv *[4]float32) int
+func iq2NearestAVX2(pts *uint16, n int, x, w *[8]float32, vals *[3]float32, scale float32) int
 
 // nearest is nearestGeneric, on AVX2 CPUs by iq2NearestAVX2.
-func (g *iq2Grid) nearest(m int32, x, w *[8]float32, sv *[4]float32) int {
+func (g *iq2Grid) nearest(m int32, x, w *[8]float32, vals *[3]float32, scale float32) int {
 	if !useAVX2 {
-		return g.nearestGeneric(m, x, w, sv)
+		return g.nearestGeneric(m, x, w, vals, scale)
 	}
 	off := int(-m - 1)
 	n := int(g.neighbours[off])
 	nb := g.neighbours[off+1 : off+1+n]
-	k := iq2NearestAVX2(&g.points[off+1], n, x, w, sv)
+	k := iq2NearestAVX2(&g.points[off+1], n, x, w, vals, scale)
 	if k < 0 {
 		k = 0
 	}
@@ -92,14 +92,13 @@ func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []u
 	}
 	for t, id := range ids {
 		thisScale := 1 / id
-		sv := [4]float32{thisScale, thisScale * 3, thisScale * 5}
 		for k := range n / 8 {
 			m := g.index[u[24*k+t]]
 			if m >= 0 {
 				gi[t][k], on[t][k] = m, true
 				continue
 			}
-			j := g.nearest(m, (*[8]float32)(xval[8*k:8*k+8]), (*[8]float32)(waux[8*k:8*k+8]), &sv)
+			j := g.nearest(m, (*[8]float32)(xval[8*k:8*k+8]), (*[8]float32)(waux[8*k:8*k+8]), &iq2Vals, thisScale)
 			gi[t][k] = int32(j)
 			for i, v := range &g.values[j] {
 				q[24*(8*k+i)+t] = v
@@ -128,24 +127,22 @@ func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []u
 }
 
 // iq3NearestAVX2 is iq2NearestAVX2 for the four 3-bit levels of an IQ3
-// point (level i in bits 3i .. 3i+2), sv[l] the scale times 2l+1.
+// point (level i in bits 3i .. 3i+2) and the grid values vals[l] = 2l+1.
 //
 //go:noescape
-func iq3NearestAVX2(pts *uint16, n int, x, w *[4]float32, sv *[8]float32) int
+func iq3NearestAVX2(pts *uint16, n int, x, w *[4]float32, vals *[8]float32, scale float32) int
 
-// bestNeighbour is bestNeighbourGeneric, on AVX2 CPUs by iq3NearestAVX2
-// with ggml's rounded products scale·(2l+1) as its table.
+// iq3Vals holds the grid values 2l+1 of the levels l = 0..7.
+var iq3Vals = [8]float32{1, 3, 5, 7, 9, 11, 13, 15}
+
+// bestNeighbour is bestNeighbourGeneric, on AVX2 CPUs by iq3NearestAVX2.
 func (t *iq3Tables) bestNeighbour(u int, xval, w *[4]float32, scale float32) int {
 	if !useAVX2 {
 		return t.bestNeighbourGeneric(u, xval, w, scale)
 	}
 	off := int(-t.kmap[u]-1) + 1
 	n := int(t.neighbours[off-1])
-	var sv [8]float32
-	for l := range sv {
-		sv[l] = scale * float32(2*l+1)
-	}
-	k := iq3NearestAVX2(&t.points[off], n, xval, w, &sv)
+	k := iq3NearestAVX2(&t.points[off], n, xval, w, &iq3Vals, scale)
 	if k < 0 {
 		k = 0
 	}

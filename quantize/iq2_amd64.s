@@ -89,17 +89,22 @@ GLOBL iq2lanes<>(SB), RODATA|NOPTR, $64
 	MOVQ         AX, ret;                \
 	VZEROUPPER
 
-// func iq2NearestAVX2(pts *uint16, n int, x, w *[8]float32, sv *[4]float32) int
-// Eight coordinates, level i in bits 2i, 2i+1: the table sv0 sv1 sv2 sv3
-// in both halves maps l + 4·(the next level's low bit) to sv[l].
-TEXT ·iq2NearestAVX2(SB), NOSPLIT, $0-48
-	MOVQ        pts+0(FP), SI
-	MOVQ        n+8(FP), CX
-	MOVQ        x+16(FP), AX
-	MOVQ        w+24(FP), BX
-	MOVQ        sv+32(FP), DX
-	VMOVUPS     (DX), X15
-	VINSERTF128 $1, X15, Y15, Y15
+// func iq2NearestAVX2(pts *uint16, n int, x, w *[8]float32, vals *[3]float32, scale float32) int
+// Eight coordinates, level i in bits 2i, 2i+1: the table sv0 sv1 sv2 sv2
+// in both halves (sv[l] = scale·vals[l]) maps l + 4·(the next level's low
+// bit) to sv[l].
+TEXT ·iq2NearestAVX2(SB), NOSPLIT, $0-56
+	MOVQ         pts+0(FP), SI
+	MOVQ         n+8(FP), CX
+	MOVQ         x+16(FP), AX
+	MOVQ         w+24(FP), BX
+	MOVQ         vals+32(FP), DX
+	VMOVSD       (DX), X15
+	VINSERTPS    $0x20, 8(DX), X15, X15
+	VINSERTPS    $0x30, 8(DX), X15, X15
+	VBROADCASTSS scale+40(FP), X1
+	VMULPS       X1, X15, X15
+	VINSERTF128  $1, X15, Y15, Y15
 	NEAREST_START
 
 iq2loop:
@@ -116,18 +121,20 @@ iq2loop:
 	ADDQ $16, SI
 	SUBQ $8, CX
 	JGT  iq2loop
-	NEAREST_END(ret+40(FP))
+	NEAREST_END(ret+48(FP))
 	RET
 
-// func iq3NearestAVX2(pts *uint16, n int, x, w *[4]float32, sv *[8]float32) int
-// Four coordinates, level i (0..7) in bits 3i .. 3i+2: the table is sv.
-TEXT ·iq3NearestAVX2(SB), NOSPLIT, $0-48
-	MOVQ    pts+0(FP), SI
-	MOVQ    n+8(FP), CX
-	MOVQ    x+16(FP), AX
-	MOVQ    w+24(FP), BX
-	MOVQ    sv+32(FP), DX
-	VMOVUPS (DX), Y15
+// func iq3NearestAVX2(pts *uint16, n int, x, w *[4]float32, vals *[8]float32, scale float32) int
+// Four coordinates, level i (0..7) in bits 3i .. 3i+2: the table is
+// scale·vals.
+TEXT ·iq3NearestAVX2(SB), NOSPLIT, $0-56
+	MOVQ         pts+0(FP), SI
+	MOVQ         n+8(FP), CX
+	MOVQ         x+16(FP), AX
+	MOVQ         w+24(FP), BX
+	MOVQ         vals+32(FP), DX
+	VBROADCASTSS scale+40(FP), Y1
+	VMULPS       (DX), Y1, Y15
 	NEAREST_START
 
 iq3loop:
@@ -140,7 +147,7 @@ iq3loop:
 	ADDQ $16, SI
 	SUBQ $8, CX
 	JGT  iq3loop
-	NEAREST_END(ret+40(FP))
+	NEAREST_END(ret+48(FP))
 	RET
 
 // func iq2LevelsAVX2(x *float32, n int, ids *[24]float32, nblk int, q *[32 * 24]float32, u *[4 * 24]int32) bool

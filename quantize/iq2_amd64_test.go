@@ -66,13 +66,13 @@ func TestIQ2NearestAVX2(t *testing.T) {
 					}
 				}
 				s := float32(r.NormFloat64() * scale)
-				sv := [4]float32{s, s * 3, s * 5}
-				if r.IntN(4) == 0 {
-					sv = [4]float32{float32(r.IntN(3)), float32(r.IntN(3)), float32(r.IntN(3))}
+				vals := &[][3]float32{iq2Vals, iq1XP, iq1XM, {float32(r.IntN(3)), float32(r.IntN(3)), float32(r.IntN(3))}}[r.IntN(4)]
+				if r.IntN(8) == 0 {
+					s = float32(r.IntN(3))
 				}
-				want := g.nearestGeneric(m, &x, &w, &sv)
-				if got := g.nearest(m, &x, &w, &sv); got != want {
-					t.Fatalf("m=%d x=%v w=%v sv=%v: %d, want %d", m, x, w, sv, got, want)
+				want := g.nearestGeneric(m, &x, &w, vals, s)
+				if got := g.nearest(m, &x, &w, vals, s); got != want {
+					t.Fatalf("m=%d x=%v w=%v vals=%v scale=%v: %d, want %d", m, x, w, *vals, s, got, want)
 				}
 			}
 		})

@@ -4,8 +4,8 @@ package quantize
 
 // Without the amd64 assembly, the neighbour search runs in plain Go.
 
-func (g *iq2Grid) nearest(m int32, x, w *[8]float32, sv *[4]float32) int {
-	return g.nearestGeneric(m, x, w, sv)
+func (g *iq2Grid) nearest(m int32, x, w *[8]float32, vals *[3]float32, scale float32) int {
+	return g.nearestGeneric(m, x, w, vals, scale)
 }
 
 // neighbourPoints returns nil: the packed points are only read by the

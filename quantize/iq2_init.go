@@ -157,12 +157,13 @@ func (g *iq2Grid) neighboursOf(m int32) []uint16 {
 // iq1_find_best_neighbour2: among the neighbours of the off-grid point
 // whose index entry is m, the grid point j minimising
 // Σ w[i]·(sv[l]−x[i])², l the level of coordinate i of j and sv[l] ggml's
-// rounded product of the scale and that level's grid value, each product
-// rounded and the sum taken in index order as ggml's loop does. Ties keep
-// the earlier entry. ggml asserts that some distance is below FLT_MAX;
-// when none is (overflow or NaN), the first listed neighbour, one of the
-// nearest in level space, is returned.
-func (g *iq2Grid) nearestGeneric(m int32, x, w *[8]float32, sv *[4]float32) int {
+// rounded product scale·vals[l] of the scale and that level's grid value,
+// each product rounded and the sum taken in index order as ggml's loop
+// does. Ties keep the earlier entry. ggml asserts that some distance is
+// below FLT_MAX; when none is (overflow or NaN), the first listed
+// neighbour, one of the nearest in level space, is returned.
+func (g *iq2Grid) nearestGeneric(m int32, x, w *[8]float32, vals *[3]float32, scale float32) int {
+	sv := [4]float32{scale * vals[0], scale * vals[1], scale * vals[2]}
 	nb := g.neighboursOf(m)
 	best := float32(math.MaxFloat32)
 	gi := int(nb[0])

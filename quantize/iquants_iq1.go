@@ -74,9 +74,7 @@ func iq1SortOrder(idx []uint8, xb []float32) {
 // distance is below FLT_MAX the first listed neighbour is taken (see the
 // file comment).
 func (g *iq2Grid) bestNeighbour2(m int32, xval, w []float32, scale float32, xx *[3]float32, L []uint8) int {
-	// The three scaled values scale·xx[l], ggml's rounded products.
-	sv := [4]float32{scale * xx[0], scale * xx[1], scale * xx[2]}
-	gi := g.nearest(m, (*[8]float32)(xval[:8]), (*[8]float32)(w[:8]), &sv)
+	gi := g.nearest(m, (*[8]float32)(xval[:8]), (*[8]float32)(w[:8]), xx, scale)
 	copy(L[:8], g.levels[gi][:])
 	return gi
 }

@@ -40,6 +40,9 @@ const (
 	iq2MaxLevel      = 2  // kMaxQ-1: levels 0..2 stand for the odd values 1, 3, 5
 )
 
+// iq2Vals holds the grid values 2l+1 of the levels l = 0..2.
+var iq2Vals = [3]float32{1, 3, 5}
+
 // iq2FMax is C's MAX(a, b) macro, a > b ? a : b, which ggml uses for running
 // maxima: unlike Go's max it returns b when either is NaN.
 func iq2FMax(a, b float32) float32 {
@@ -124,11 +127,9 @@ func iq2EvenSigns(xval, xb, weight []float32) uint8 {
 // bestNeighbour is iq2_find_best_neighbour: among the neighbours of the
 // off-grid point whose index entry is m, the grid point closest to xval at
 // scale by squared error weighted by w (ties keep the earlier entry); L
-// gets its levels. ggml multiplies scale by the grid value 2l+1 of each
-// coordinate; those three rounded products are the table the search uses.
+// gets its levels.
 func (g *iq2Grid) bestNeighbour(m int32, xval, w []float32, scale float32, L []uint8) {
-	sv := [4]float32{scale, scale * 3, scale * 5}
-	gi := g.nearest(m, (*[8]float32)(xval[:8]), (*[8]float32)(w[:8]), &sv)
+	gi := g.nearest(m, (*[8]float32)(xval[:8]), (*[8]float32)(w[:8]), &iq2Vals, scale)
 	copy(L[:8], g.levels[gi][:])
 }
 
