@@ -47,53 +47,76 @@ func neighbourPoints(neighbours, kgrid []uint16) []uint16 {
 	return points
 }
 
+// The trial loops' kernels lay their lanes out in rows of 32: q[32·i+t]
+// is the grid value of value i in trial t, u[32·k+t] the packed point of
+// group k in trial t.
+type gridTrials struct {
+	ids  [32]float32
+	q    [32 * 32]float32
+	u    [8 * 32]int32
+	sums [64]float32
+}
+
 // iq2LevelsAVX2 computes, for the trial inverse scales ids[0:8·nblk] in
 // the lanes, ggml's levels MAX(0, MIN(2, nearest_int(0.5·(id·x−1)))) of the
-// n values x (n a multiple of 8): q[24·i+t] gets the grid value 2l+1 of
-// value i in trial t, u[24·k+t] the packed levels of group k. It returns
+// n values x (n a multiple of 8): q gets their grid values 2l+1, u the
+// packed points of the groups of eight (level i at bits 2i). It returns
 // false when some 0.5·(id·x−1) is NaN or of magnitude 2^22 or more, where
 // nearest_int is not rounding to nearest even.
 //
 //go:noescape
-func iq2LevelsAVX2(x *float32, n int, ids *[24]float32, nblk int, q *[32 * 24]float32, u *[4 * 24]int32) bool
+func iq2LevelsAVX2(x *float32, n int, ids *[32]float32, nblk int, q *[32 * 32]float32, u *[8 * 32]int32) bool
 
-// iq2FitAVX2 computes ggml's fit sums of the trials in the lanes
-// 0..8·nblk−1: Σ(w·x)·q into sums[t] and Σ(w·q)·q into sums[24+t], over
-// the n values in index order, q as iq2LevelsAVX2 lays it out.
+// iq3LevelsAVX2 is iq2LevelsAVX2 for IQ3: levels 0..7, groups of four
+// (level i at bits 3i).
 //
 //go:noescape
-func iq2FitAVX2(q *[32 * 24]float32, x, w *float32, n int, nblk int, sums *[48]float32)
+func iq3LevelsAVX2(x *float32, n int, ids *[32]float32, nblk int, q *[32 * 32]float32, u *[8 * 32]int32) bool
+
+// gridFitAVX2 computes ggml's fit sums of the trials in the lanes
+// 0..8·nblk−1: Σ(w·x)·q into sums[t] and Σ(w·q)·q into sums[32+t], over
+// the n values in index order.
+//
+//go:noescape
+func gridFitAVX2(q *[32 * 32]float32, x, w *float32, n int, nblk int, sums *[64]float32)
+
+// setIDs copies the trials' inverse scales into the lanes, the unused
+// lanes of the last block repeating the last one, and returns the number
+// of blocks of eight.
+func (tr *gridTrials) setIDs(ids []float32) int {
+	nt := len(ids)
+	nblk := (nt + 7) / 8
+	copy(tr.ids[:], ids)
+	for t := nt; t < 8*nblk; t++ {
+		tr.ids[t] = ids[nt-1]
+	}
+	return nblk
+}
 
 // trials is trialsGeneric with the trials in the lanes of AVX2 vectors
-// (at most 24, 16 or 32 values): the levels and packed points of every
-// trial by iq2LevelsAVX2, the grid lookups and the neighbour searches of
-// the off-grid groups one by one, the fit sums by iq2FitAVX2, each lane
+// (up to 32 of them, 16 or 32 values): the levels and packed points of
+// every trial by iq2LevelsAVX2, the grid lookups and the neighbour searches
+// of the off-grid groups one by one, the fit sums by gridFitAVX2, each lane
 // rounding as ggml's scalar loop; the choice among the trials then runs in
 // ggml's order with ggml's comparisons.
 func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []uint8, onGrid []bool) float32 {
 	n, nt := len(xval), len(ids)
-	if !useAVX2 || nt > 24 || (n != 16 && n != 32) {
+	if !useAVX2 || nt > 32 || (n != 16 && n != 32) {
 		return g.trialsGeneric(ids, xval, weight, waux, scale, L, onGrid)
 	}
-	nblk := (nt + 7) / 8
-	var lanes [24]float32
-	copy(lanes[:], ids)
-	for t := nt; t < 8*nblk; t++ {
-		lanes[t] = ids[nt-1]
-	}
 	var (
-		q  [32 * 24]float32
-		u  [4 * 24]int32
-		gi [24][4]int32
-		on [24][4]bool
+		tr gridTrials
+		gi [32][4]int32
+		on [32][4]bool
 	)
-	if !iq2LevelsAVX2(&xval[0], n, &lanes, nblk, &q, &u) {
+	nblk := tr.setIDs(ids)
+	if !iq2LevelsAVX2(&xval[0], n, &tr.ids, nblk, &tr.q, &tr.u) {
 		return g.trialsGeneric(ids, xval, weight, waux, scale, L, onGrid)
 	}
 	for t, id := range ids {
 		thisScale := 1 / id
 		for k := range n / 8 {
-			m := g.index[u[24*k+t]]
+			m := g.index[tr.u[32*k+t]]
 			if m >= 0 {
 				gi[t][k], on[t][k] = m, true
 				continue
@@ -101,16 +124,15 @@ func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []u
 			j := g.nearest(m, (*[8]float32)(xval[8*k:8*k+8]), (*[8]float32)(waux[8*k:8*k+8]), &iq2Vals, thisScale)
 			gi[t][k] = int32(j)
 			for i, v := range &g.values[j] {
-				q[24*(8*k+i)+t] = v
+				tr.q[32*(8*k+i)+t] = v
 			}
 		}
 	}
-	var sums [48]float32
-	iq2FitAVX2(&q, &xval[0], &weight[0], n, nblk, &sums)
+	gridFitAVX2(&tr.q, &xval[0], &weight[0], n, nblk, &tr.sums)
 	var best float32
 	win := -1
 	for t := range nt {
-		sumqx, sumq2 := sums[t], sums[24+t]
+		sumqx, sumq2 := tr.sums[t], tr.sums[32+t]
 		if sumq2 > 0 && sumqx*sumqx > best*sumq2 {
 			scale = sumqx / sumq2
 			best = scale * sumqx
@@ -121,6 +143,63 @@ func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []u
 		for k := range n / 8 {
 			copy(L[8*k:8*k+8], g.levels[gi[win][k]][:])
 			onGrid[k] = on[win][k]
+		}
+	}
+	return scale
+}
+
+// search is searchGeneric with the trials in the lanes, as
+// iq2Grid.trials runs them: levels and packed points by iq3LevelsAVX2,
+// grid lookups and neighbour searches per group, fit sums by gridFitAVX2,
+// the choice in ggml's order.
+func (s *iq3Sub) search(t *iq3Tables, max float32, nis int) float32 {
+	nt := 2*nis + 1
+	if !useAVX2 || nt > 32 {
+		return s.searchGeneric(t, max, nis)
+	}
+	var (
+		tr  gridTrials
+		ids [32]float32
+		gi  [32][8]int32
+		on  [32][8]bool
+	)
+	iq3TrialIDs(ids[:nt], max, nis)
+	nblk := tr.setIDs(ids[:nt])
+	if !iq3LevelsAVX2(&s.xval[0], 32, &tr.ids, nblk, &tr.q, &tr.u) {
+		return s.searchGeneric(t, max, nis)
+	}
+	for it, id := range ids[:nt] {
+		thisScale := 1 / id
+		for k := range 8 {
+			u := int(tr.u[32*k+it])
+			j := t.kmap[u]
+			if j >= 0 {
+				gi[it][k], on[it][k] = j, true
+				continue
+			}
+			j = int32(t.bestNeighbour(u, (*[4]float32)(s.xval[4*k:4*k+4]), (*[4]float32)(s.waux[4*k:4*k+4]), thisScale))
+			gi[it][k] = j
+			for i, v := range &t.vals[j] {
+				tr.q[32*(4*k+i)+it] = v
+			}
+		}
+	}
+	gridFitAVX2(&tr.q, &s.xval[0], &s.weight[0], 32, nblk, &tr.sums)
+	var best float32
+	scale := max / (2*(iq3MaxLevel+1) - 1)
+	win := -1
+	for it := range nt {
+		sumqx, sumq2 := tr.sums[it], tr.sums[32+it]
+		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+			scale = sumqx / sumq2
+			best = float32(scale * sumqx)
+			win = it
+		}
+	}
+	if win >= 0 {
+		for k := range 8 {
+			*(*[4]int8)(s.L[4*k : 4*k+4]) = t.levels[gi[win][k]]
+			s.onGrid[k] = on[win][k]
 		}
 	}
 	return scale

@@ -18,7 +18,8 @@ DATA iq2lanes<>+48(SB)/4, $0x3f000000 // 0.5
 DATA iq2lanes<>+52(SB)/4, $0x4a800000 // 2^22
 DATA iq2lanes<>+56(SB)/4, $1
 DATA iq2lanes<>+60(SB)/4, $2
-GLOBL iq2lanes<>(SB), RODATA|NOPTR, $64
+DATA iq2lanes<>+64(SB)/4, $7
+GLOBL iq2lanes<>(SB), RODATA|NOPTR, $68
 
 // The neighbour searches: lanes are list positions p .. p+7, the packed
 // points loaded as dwords into Y0. NEAREST_START sets Y14 (best distance
@@ -89,6 +90,66 @@ GLOBL iq2lanes<>(SB), RODATA|NOPTR, $64
 	MOVQ         AX, ret;                \
 	VZEROUPPER
 
+// The trial loops: lanes are trials 8b .. 8b+7 of block b; rows of q and u
+// are 32 lanes (128 bytes) apart. LEVEL computes value x[off/4]'s
+// t = 0.5·(id·x − 1) (Y15 the ids), collects in Y10 the lanes where
+// !(|t| < 2^22) (NaN included), rounds t to the nearest even integer
+// (VCVTPS2DQ: nearest_int in that range), clamps it to 0 .. Y8, ors it
+// into the packed point Y7 at bit sh and stores the grid value 2l+1 as a
+// float at qoff(DI). LEVELS_START loads the constants, Y8 = the largest
+// level at maxl.
+#define LEVEL(off, sh, qoff) \
+	VBROADCASTSS off(SI), Y0;      \
+	VMULPS       Y15, Y0, Y0;      \
+	VSUBPS       Y14, Y0, Y0;      \
+	VMULPS       Y13, Y0, Y0;      \
+	VANDPS       Y12, Y0, Y1;      \
+	VCMPPS       $0x05, Y11, Y1, Y1; \
+	VORPS        Y1, Y10, Y10;     \
+	VCVTPS2DQ    Y0, Y0;           \
+	VPMAXSD      Y9, Y0, Y0;       \
+	VPMINSD      Y8, Y0, Y0;       \
+	VPSLLD       $sh, Y0, Y1;      \
+	VPOR         Y1, Y7, Y7;       \
+	VPADDD       Y0, Y0, Y0;       \
+	VPADDD       Y6, Y0, Y0;       \
+	VCVTDQ2PS    Y0, Y0;           \
+	VMOVUPS      Y0, qoff(DI)
+
+#define LEVELS_START(maxl) \
+	MOVQ         ids+16(FP), DX;         \
+	MOVQ         nblk+24(FP), R8;        \
+	MOVQ         q+32(FP), R9;           \
+	MOVQ         u+40(FP), R10;          \
+	VBROADCASTSS iq2lanes<>+44(SB), Y14; \
+	VBROADCASTSS iq2lanes<>+48(SB), Y13; \
+	VPBROADCASTD iq2lanes<>+40(SB), Y12; \
+	VBROADCASTSS iq2lanes<>+52(SB), Y11; \
+	VXORPS       Y10, Y10, Y10;          \
+	VPXOR        Y9, Y9, Y9;             \
+	VPBROADCASTD maxl, Y8;               \
+	VPBROADCASTD iq2lanes<>+56(SB), Y6
+
+// LEVELS_BLOCK starts block b: its ids, x, n and the first rows of q and u.
+#define LEVELS_BLOCK \
+	VMOVUPS (DX), Y15;  \
+	MOVQ    x+0(FP), SI; \
+	MOVQ    n+8(FP), CX; \
+	MOVQ    R9, DI;      \
+	MOVQ    R10, BX
+
+// LEVELS_END moves to the next block (back to label blk while blocks
+// remain), then sets AX to whether every t was in range.
+#define LEVELS_END(blk) \
+	ADDQ   $32, DX;  \
+	ADDQ   $32, R9;  \
+	ADDQ   $32, R10; \
+	DECQ   R8;       \
+	JGT    blk;      \
+	VPTEST Y10, Y10; \
+	SETEQ  AX;       \
+	VZEROUPPER
+
 // func iq2NearestAVX2(pts *uint16, n int, x, w *[8]float32, vals *[3]float32, scale float32) int
 // Eight coordinates, level i in bits 2i, 2i+1: the table sv0 sv1 sv2 sv2
 // in both halves (sv[l] = scale·vals[l]) maps l + 4·(the next level's low
@@ -150,185 +211,62 @@ iq3loop:
 	NEAREST_END(ret+48(FP))
 	RET
 
-// func iq2LevelsAVX2(x *float32, n int, ids *[24]float32, nblk int, q *[32 * 24]float32, u *[4 * 24]int32) bool
-// Lanes: trials 8b .. 8b+7 of block b. Per value: t = 0.5·(id·x − 1), its
-// range checked (Y10 collects lanes with !(|t| < 2^22), NaN included), the
-// level VCVTPS2DQ (nearest even) clamped to 0..2, or'ed into the packed
-// point at bits 2i, and 2l+1 stored as a float. Rows of q and u are 24
-// lanes (96 bytes) apart.
+// func iq2LevelsAVX2(x *float32, n int, ids *[32]float32, nblk int, q *[32 * 32]float32, u *[8 * 32]int32) bool
+// Groups of eight values, levels 0..2 at bits 2i.
 TEXT ·iq2LevelsAVX2(SB), NOSPLIT, $0-49
-	MOVQ         ids+16(FP), DX
-	MOVQ         nblk+24(FP), R8
-	MOVQ         q+32(FP), R9
-	MOVQ         u+40(FP), R10
-	VBROADCASTSS iq2lanes<>+44(SB), Y14 // 1.0
-	VBROADCASTSS iq2lanes<>+48(SB), Y13 // 0.5
-	VPBROADCASTD iq2lanes<>+40(SB), Y12 // magnitude mask
-	VBROADCASTSS iq2lanes<>+52(SB), Y11 // 2^22
-	VXORPS       Y10, Y10, Y10          // lanes out of range
-	VPXOR        Y9, Y9, Y9             // 0
-	VPBROADCASTD iq2lanes<>+60(SB), Y8  // 2
-	VPBROADCASTD iq2lanes<>+56(SB), Y6  // 1
+	LEVELS_START(iq2lanes<>+60(SB))
 
-block:
-	VMOVUPS (DX), Y15 // ids of the block
-	MOVQ    x+0(FP), SI
-	MOVQ    n+8(FP), CX
-	MOVQ    R9, DI
-	MOVQ    R10, BX
+iq2block:
+	LEVELS_BLOCK
 
-group:
-	VPXOR Y7, Y7, Y7 // packed point
-	VBROADCASTSS 0(SI), Y0
-	VMULPS       Y15, Y0, Y0
-	VSUBPS       Y14, Y0, Y0
-	VMULPS       Y13, Y0, Y0
-	VANDPS       Y12, Y0, Y1
-	VCMPPS       $0x05, Y11, Y1, Y1
-	VORPS        Y1, Y10, Y10
-	VCVTPS2DQ    Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y8, Y0, Y0
-	VPOR         Y0, Y7, Y7
-	VPADDD       Y0, Y0, Y0
-	VPADDD       Y6, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      Y0, 0(DI)
-	VBROADCASTSS 4(SI), Y0
-	VMULPS       Y15, Y0, Y0
-	VSUBPS       Y14, Y0, Y0
-	VMULPS       Y13, Y0, Y0
-	VANDPS       Y12, Y0, Y1
-	VCMPPS       $0x05, Y11, Y1, Y1
-	VORPS        Y1, Y10, Y10
-	VCVTPS2DQ    Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y8, Y0, Y0
-	VPSLLD       $2, Y0, Y1
-	VPOR         Y1, Y7, Y7
-	VPADDD       Y0, Y0, Y0
-	VPADDD       Y6, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      Y0, 96(DI)
-	VBROADCASTSS 8(SI), Y0
-	VMULPS       Y15, Y0, Y0
-	VSUBPS       Y14, Y0, Y0
-	VMULPS       Y13, Y0, Y0
-	VANDPS       Y12, Y0, Y1
-	VCMPPS       $0x05, Y11, Y1, Y1
-	VORPS        Y1, Y10, Y10
-	VCVTPS2DQ    Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y8, Y0, Y0
-	VPSLLD       $4, Y0, Y1
-	VPOR         Y1, Y7, Y7
-	VPADDD       Y0, Y0, Y0
-	VPADDD       Y6, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      Y0, 192(DI)
-	VBROADCASTSS 12(SI), Y0
-	VMULPS       Y15, Y0, Y0
-	VSUBPS       Y14, Y0, Y0
-	VMULPS       Y13, Y0, Y0
-	VANDPS       Y12, Y0, Y1
-	VCMPPS       $0x05, Y11, Y1, Y1
-	VORPS        Y1, Y10, Y10
-	VCVTPS2DQ    Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y8, Y0, Y0
-	VPSLLD       $6, Y0, Y1
-	VPOR         Y1, Y7, Y7
-	VPADDD       Y0, Y0, Y0
-	VPADDD       Y6, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      Y0, 288(DI)
-	VBROADCASTSS 16(SI), Y0
-	VMULPS       Y15, Y0, Y0
-	VSUBPS       Y14, Y0, Y0
-	VMULPS       Y13, Y0, Y0
-	VANDPS       Y12, Y0, Y1
-	VCMPPS       $0x05, Y11, Y1, Y1
-	VORPS        Y1, Y10, Y10
-	VCVTPS2DQ    Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y8, Y0, Y0
-	VPSLLD       $8, Y0, Y1
-	VPOR         Y1, Y7, Y7
-	VPADDD       Y0, Y0, Y0
-	VPADDD       Y6, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      Y0, 384(DI)
-	VBROADCASTSS 20(SI), Y0
-	VMULPS       Y15, Y0, Y0
-	VSUBPS       Y14, Y0, Y0
-	VMULPS       Y13, Y0, Y0
-	VANDPS       Y12, Y0, Y1
-	VCMPPS       $0x05, Y11, Y1, Y1
-	VORPS        Y1, Y10, Y10
-	VCVTPS2DQ    Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y8, Y0, Y0
-	VPSLLD       $10, Y0, Y1
-	VPOR         Y1, Y7, Y7
-	VPADDD       Y0, Y0, Y0
-	VPADDD       Y6, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      Y0, 480(DI)
-	VBROADCASTSS 24(SI), Y0
-	VMULPS       Y15, Y0, Y0
-	VSUBPS       Y14, Y0, Y0
-	VMULPS       Y13, Y0, Y0
-	VANDPS       Y12, Y0, Y1
-	VCMPPS       $0x05, Y11, Y1, Y1
-	VORPS        Y1, Y10, Y10
-	VCVTPS2DQ    Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y8, Y0, Y0
-	VPSLLD       $12, Y0, Y1
-	VPOR         Y1, Y7, Y7
-	VPADDD       Y0, Y0, Y0
-	VPADDD       Y6, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      Y0, 576(DI)
-	VBROADCASTSS 28(SI), Y0
-	VMULPS       Y15, Y0, Y0
-	VSUBPS       Y14, Y0, Y0
-	VMULPS       Y13, Y0, Y0
-	VANDPS       Y12, Y0, Y1
-	VCMPPS       $0x05, Y11, Y1, Y1
-	VORPS        Y1, Y10, Y10
-	VCVTPS2DQ    Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y8, Y0, Y0
-	VPSLLD       $14, Y0, Y1
-	VPOR         Y1, Y7, Y7
-	VPADDD       Y0, Y0, Y0
-	VPADDD       Y6, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      Y0, 672(DI)
+iq2group:
+	VPXOR Y7, Y7, Y7
+	LEVEL(0, 0, 0)
+	LEVEL(4, 2, 128)
+	LEVEL(8, 4, 256)
+	LEVEL(12, 6, 384)
+	LEVEL(16, 8, 512)
+	LEVEL(20, 10, 640)
+	LEVEL(24, 12, 768)
+	LEVEL(28, 14, 896)
 	VMOVDQU Y7, (BX)
 	ADDQ    $32, SI
-	ADDQ    $768, DI
-	ADDQ    $96, BX
+	ADDQ    $1024, DI
+	ADDQ    $128, BX
 	SUBQ    $8, CX
-	JGT     group
-
-	ADDQ $32, DX
-	ADDQ $32, R9
-	ADDQ $32, R10
-	DECQ R8
-	JGT  block
-
-	VPTEST  Y10, Y10
-	SETEQ   AX
-	MOVB    AX, ret+48(FP)
-	VZEROUPPER
+	JGT     iq2group
+	LEVELS_END(iq2block)
+	MOVB AX, ret+48(FP)
 	RET
 
-// func iq2FitAVX2(q *[32 * 24]float32, x, w *float32, n int, nblk int, sums *[48]float32)
+// func iq3LevelsAVX2(x *float32, n int, ids *[32]float32, nblk int, q *[32 * 32]float32, u *[8 * 32]int32) bool
+// Groups of four values, levels 0..7 at bits 3i.
+TEXT ·iq3LevelsAVX2(SB), NOSPLIT, $0-49
+	LEVELS_START(iq2lanes<>+64(SB))
+
+iq3block:
+	LEVELS_BLOCK
+
+iq3group:
+	VPXOR Y7, Y7, Y7
+	LEVEL(0, 0, 0)
+	LEVEL(4, 3, 128)
+	LEVEL(8, 6, 256)
+	LEVEL(12, 9, 384)
+	VMOVDQU Y7, (BX)
+	ADDQ    $16, SI
+	ADDQ    $512, DI
+	ADDQ    $128, BX
+	SUBQ    $4, CX
+	JGT     iq3group
+	LEVELS_END(iq3block)
+	MOVB AX, ret+48(FP)
+	RET
+
+// func gridFitAVX2(q *[32 * 32]float32, x, w *float32, n int, nblk int, sums *[64]float32)
 // Lanes: trials 8b .. 8b+7 of block b; per value i in order, sumqx +=
 // (w·x)·q and sumq2 += (w·q)·q, each product and sum rounded.
-TEXT ·iq2FitAVX2(SB), NOSPLIT, $0-48
+TEXT ·gridFitAVX2(SB), NOSPLIT, $0-48
 	MOVQ q+0(FP), R9
 	MOVQ nblk+32(FP), R8
 	MOVQ sums+40(FP), R10
@@ -353,12 +291,12 @@ fvalue:
 	VADDPS       Y1, Y4, Y4
 	ADDQ         $4, AX
 	ADDQ         $4, BX
-	ADDQ         $96, DI
+	ADDQ         $128, DI
 	DECQ         CX
 	JGT          fvalue
 
 	VMOVUPS Y3, (R10)
-	VMOVUPS Y4, 96(R10)
+	VMOVUPS Y4, 128(R10)
 	ADDQ    $32, R9
 	ADDQ    $32, R10
 	DECQ    R8

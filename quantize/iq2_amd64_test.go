@@ -190,3 +190,67 @@ func TestIQ3NearestAVX2(t *testing.T) {
 		})
 	}
 }
+
+// TestIQ3SearchAVX2 compares the IQ3 scale search with the trials in the
+// lanes with the plain one, on inputs drawn as TestIQ2TrialsAVX2 draws
+// them, for IQ3_XXS's 31 trials and IQ3_S's 19.
+func TestIQ3SearchAVX2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(18, 5555))
+	cases := []struct {
+		name string
+		t    *iq3Tables
+		nis  int
+	}{
+		{"IQ3_XXS", iq3XXSTables(), 15},
+		{"IQ3_S", iq3STables(), 9},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for iter := range 3000 {
+				scale := math.Pow(10, float64(r.IntN(61)-30))
+				var s iq3Sub
+				var maxv float32
+				for i := range 32 {
+					s.xval[i] = abs32(float32(r.NormFloat64() * scale))
+					if iter%4 == 1 {
+						s.xval[i] = float32(scale) * float32(r.IntN(8))
+					}
+					s.weight[i] = float32(r.ExpFloat64())
+					switch r.IntN(10) {
+					case 0:
+						s.weight[i] = 0
+					case 1:
+						if iter%3 == 0 {
+							s.weight[i] = -s.weight[i]
+						}
+					}
+					s.waux[i] = float32(math.Sqrt(float64(abs32(s.weight[i]))))
+					maxv = max(maxv, s.xval[i])
+					s.L[i] = int8(r.IntN(8))
+				}
+				if iter%2 == 0 {
+					s.xval[r.IntN(32)] *= -1
+				}
+				if maxv == 0 {
+					continue
+				}
+				ref := maxv
+				if iter%5 == 0 {
+					ref = maxv * float32(math.Pow(10, -float64(r.IntN(10))))
+				}
+				for k := range s.onGrid {
+					s.onGrid[k] = r.IntN(2) == 0
+				}
+				sg := s
+				got := s.search(c.t, ref, c.nis)
+				want := sg.searchGeneric(c.t, ref, c.nis)
+				if math.Float32bits(got) != math.Float32bits(want) || s.L != sg.L || s.onGrid != sg.onGrid {
+					t.Fatalf("iter %d: scale %g L %v on %v, want %g %v %v", iter, got, s.L, s.onGrid, want, sg.L, sg.onGrid)
+				}
+			}
+		})
+	}
+}

@@ -19,3 +19,7 @@ func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []u
 func (t *iq3Tables) bestNeighbour(u int, xval, w *[4]float32, scale float32) int {
 	return t.bestNeighbourGeneric(u, xval, w, scale)
 }
+
+func (s *iq3Sub) search(t *iq3Tables, max float32, nis int) float32 {
+	return s.searchGeneric(t, max, nis)
+}

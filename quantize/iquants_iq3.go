@@ -149,17 +149,30 @@ func (s *iq3Sub) setWeights(xb, qw []float32, sigma2 float32) {
 	}
 }
 
-// search is the scale search shared by both IQ3 encoders: for each trial
-// inverse scale (2·kMaxQ-1 + is·0.2)/max, is = -nis..nis, quantize every
-// group of four onto the grid and keep the levels with the best weighted
-// fit sumqx²/sumq2. It returns the scale of the best trial (max/15 when
-// none fits), leaving its levels in L and which groups were on the grid in
-// onGrid (left as initialised by the caller when no trial fits).
-func (s *iq3Sub) search(t *iq3Tables, max float32, nis int) float32 {
-	var best float32
+// iq3TrialIDs fills ids with ggml's trial inverse scales
+// (2·kMaxQ−1 + is·0.2)/max for is = −nis .. nis, in that order.
+func iq3TrialIDs(ids []float32, max float32, nis int) {
+	for t := range ids {
+		is := t - nis
+		ids[t] = float32(2*(iq3MaxLevel+1)-1+float32(float32(is)*0.2)) / max
+	}
+}
+
+// searchGeneric is the scale search shared by both IQ3 encoders: for each
+// trial inverse scale (2·kMaxQ-1 + is·0.2)/max, is = -nis..nis, quantize
+// every group of four onto the grid and keep the levels with the best
+// weighted fit sumqx²/sumq2. It returns the scale of the best trial
+// (max/15 when none fits), leaving its levels in L and which groups were
+// on the grid in onGrid (left as initialised by the caller when no trial
+// fits).
+func (s *iq3Sub) searchGeneric(t *iq3Tables, max float32, nis int) float32 {
+	var (
+		best float32
+		ids  [32]float32
+	)
 	scale := max / (2*(iq3MaxLevel+1) - 1)
-	for is := -nis; is <= nis; is++ {
-		id := float32(2*(iq3MaxLevel+1)-1+float32(float32(is)*0.2)) / max
+	iq3TrialIDs(ids[:2*nis+1], max, nis)
+	for _, id := range ids[:2*nis+1] {
 		thisScale := 1 / id
 		for k := range 8 {
 			s.onGridAux[k] = t.quantGroup((*[4]float32)(s.xval[4*k:]), (*[4]float32)(s.waux[4*k:]), id, thisScale, (*[4]int8)(s.Laux[4*k:]))
