@@ -31,6 +31,19 @@ func iq2TestVector(r *rand.Rand, v *[8]float32, kind int, scale float64) {
 	}
 }
 
+// iq2TestXW draws the values (at scale) and the weights (half of the time
+// non-negative) of a neighbour search.
+func iq2TestXW(r *rand.Rand, scale float64) (x, w [8]float32) {
+	iq2TestVector(r, &x, r.IntN(5), scale)
+	iq2TestVector(r, &w, r.IntN(5), 1)
+	if r.IntN(2) == 0 {
+		for i := range w {
+			w[i] = abs32(w[i])
+		}
+	}
+	return x, w
+}
+
 // TestIQ2NearestAVX2 compares the vector neighbour search with the plain
 // one on every grid (IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S/IQ1_M), for off-grid
 // points throughout the map (lists of every length, the last one
@@ -57,14 +70,7 @@ func TestIQ2NearestAVX2(t *testing.T) {
 					m = offGrid[len(offGrid)-1]
 				}
 				scale := math.Pow(10, float64(r.IntN(61)-30))
-				var x, w [8]float32
-				iq2TestVector(r, &x, r.IntN(5), scale)
-				iq2TestVector(r, &w, r.IntN(5), 1)
-				if r.IntN(2) == 0 {
-					for i := range w {
-						w[i] = abs32(w[i])
-					}
-				}
+				x, w := iq2TestXW(r, scale)
 				s := float32(r.NormFloat64() * scale)
 				vals := &[][3]float32{iq2Vals, iq1XP, iq1XM, {float32(r.IntN(3)), float32(r.IntN(3)), float32(r.IntN(3))}}[r.IntN(4)]
 				if r.IntN(8) == 0 {
@@ -169,14 +175,7 @@ func TestIQ3NearestAVX2(t *testing.T) {
 					u = offGrid[len(offGrid)-1]
 				}
 				scale := math.Pow(10, float64(r.IntN(61)-30))
-				var x8, w8 [8]float32
-				iq2TestVector(r, &x8, r.IntN(5), scale)
-				iq2TestVector(r, &w8, r.IntN(5), 1)
-				if r.IntN(2) == 0 {
-					for i := range w8 {
-						w8[i] = abs32(w8[i])
-					}
-				}
+				x8, w8 := iq2TestXW(r, scale)
 				x, w := (*[4]float32)(x8[:4]), (*[4]float32)(w8[:4])
 				s := float32(r.NormFloat64() * scale)
 				if r.IntN(4) == 0 {
