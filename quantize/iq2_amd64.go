@@ -47,14 +47,19 @@ func neighbourPoints(neighbours, kgrid []uint16) []uint16 {
 	return points
 }
 
-// The trial loops' kernels lay their lanes out in rows of 32: q[32·i+t]
-// is the grid value of value i in trial t, u[32·k+t] the packed point of
-// group k in trial t.
-type gridTrials struct {
+// gridScratch holds the lanes of the vector trial loops, kept by the
+// encoders from one group to the next (zeroing them for each group would
+// cost a few per cent). The kernels lay their lanes out in rows of 32:
+// q[32·i+t] is the grid value of value i in trial t, u[32·k+t] the packed
+// point of group k in trial t; gi and on hold each trial's grid indices
+// and which groups were on the grid.
+type gridScratch struct {
 	ids  [32]float32
 	q    [32 * 32]float32
 	u    [8 * 32]int32
 	sums [64]float32
+	gi   [32][8]int32
+	on   [32][8]bool
 }
 
 // iq2LevelsAVX2 computes, for the trial inverse scales ids[0:8·nblk] in
@@ -83,7 +88,7 @@ func gridFitAVX2(q *[32 * 32]float32, x, w *float32, n int, nblk int, sums *[64]
 // setIDs copies the trials' inverse scales into the lanes, the unused
 // lanes of the last block repeating the last one, and returns the number
 // of blocks of eight.
-func (tr *gridTrials) setIDs(ids []float32) int {
+func (tr *gridScratch) setIDs(ids []float32) int {
 	nt := len(ids)
 	nblk := (nt + 7) / 8
 	copy(tr.ids[:], ids)
@@ -99,16 +104,12 @@ func (tr *gridTrials) setIDs(ids []float32) int {
 // of the off-grid groups one by one, the fit sums by gridFitAVX2, each lane
 // rounding as ggml's scalar loop; the choice among the trials then runs in
 // ggml's order with ggml's comparisons.
-func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []uint8, onGrid []bool) float32 {
+func (g *iq2Grid) trials(tr *gridScratch, ids, xval, weight, waux []float32, scale float32, L []uint8, onGrid []bool) float32 {
 	n, nt := len(xval), len(ids)
 	if !useAVX2 || nt > 32 || (n != 16 && n != 32) {
 		return g.trialsGeneric(ids, xval, weight, waux, scale, L, onGrid)
 	}
-	var (
-		tr gridTrials
-		gi [32][4]int32
-		on [32][4]bool
-	)
+	gi, on := &tr.gi, &tr.on
 	nblk := tr.setIDs(ids)
 	if !iq2LevelsAVX2(&xval[0], n, &tr.ids, nblk, &tr.q, &tr.u) {
 		return g.trialsGeneric(ids, xval, weight, waux, scale, L, onGrid)
@@ -122,7 +123,7 @@ func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []u
 				continue
 			}
 			j := g.nearest(m, (*[8]float32)(xval[8*k:8*k+8]), (*[8]float32)(waux[8*k:8*k+8]), &iq2Vals, thisScale)
-			gi[t][k] = int32(j)
+			gi[t][k], on[t][k] = int32(j), false
 			for i, v := range &g.values[j] {
 				tr.q[32*(8*k+i)+t] = v
 			}
@@ -157,12 +158,8 @@ func (s *iq3Sub) search(t *iq3Tables, max float32, nis int) float32 {
 	if !useAVX2 || nt > 32 {
 		return s.searchGeneric(t, max, nis)
 	}
-	var (
-		tr  gridTrials
-		ids [32]float32
-		gi  [32][8]int32
-		on  [32][8]bool
-	)
+	var ids [32]float32
+	tr, gi, on := &s.sc, &s.sc.gi, &s.sc.on
 	iq3TrialIDs(ids[:nt], max, nis)
 	nblk := tr.setIDs(ids[:nt])
 	if !iq3LevelsAVX2(&s.xval[0], 32, &tr.ids, nblk, &tr.q, &tr.u) {
@@ -178,7 +175,7 @@ func (s *iq3Sub) search(t *iq3Tables, max float32, nis int) float32 {
 				continue
 			}
 			j = int32(t.bestNeighbour(u, (*[4]float32)(s.xval[4*k:4*k+4]), (*[4]float32)(s.waux[4*k:4*k+4]), thisScale))
-			gi[it][k] = j
+			gi[it][k], on[it][k] = j, false
 			for i, v := range &t.vals[j] {
 				tr.q[32*(4*k+i)+it] = v
 			}

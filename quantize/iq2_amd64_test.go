@@ -107,6 +107,7 @@ func TestIQ2TrialsAVX2(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			var sc gridScratch // kept from one search to the next, as the encoders keep it
 			for iter := range 4000 {
 				scale := math.Pow(10, float64(r.IntN(61)-30))
 				var xval, weight, waux [32]float32
@@ -143,7 +144,7 @@ func TestIQ2TrialsAVX2(t *testing.T) {
 				init := ref / 5
 				var L, Lg [32]uint8
 				var on, ong [4]bool
-				got := c.g.trials(ids, xval[:c.n], weight[:c.n], waux[:c.n], init, L[:], on[:])
+				got := c.g.trials(&sc, ids, xval[:c.n], weight[:c.n], waux[:c.n], init, L[:], on[:])
 				want := c.g.trialsGeneric(ids, xval[:c.n], weight[:c.n], waux[:c.n], init, Lg[:], ong[:])
 				if math.Float32bits(got) != math.Float32bits(want) || L != Lg || on != ong {
 					t.Fatalf("iter %d: scale %g L %v on %v, want %g %v %v", iter, got, L, on, want, Lg, ong)
@@ -208,9 +209,9 @@ func TestIQ3SearchAVX2(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			var s iq3Sub // its lanes kept from one search to the next, as the encoders keep them
 			for iter := range 3000 {
 				scale := math.Pow(10, float64(r.IntN(61)-30))
-				var s iq3Sub
 				var maxv float32
 				for i := range 32 {
 					s.xval[i] = abs32(float32(r.NormFloat64() * scale))

@@ -12,7 +12,10 @@ func (g *iq2Grid) nearest(m int32, x, w *[8]float32, vals *[3]float32, scale flo
 // amd64 kernels.
 func neighbourPoints(neighbours, kgrid []uint16) []uint16 { return nil }
 
-func (g *iq2Grid) trials(ids, xval, weight, waux []float32, scale float32, L []uint8, onGrid []bool) float32 {
+// gridScratch is empty: only the vector trial loops keep lanes.
+type gridScratch struct{}
+
+func (g *iq2Grid) trials(_ *gridScratch, ids, xval, weight, waux []float32, scale float32, L []uint8, onGrid []bool) float32 {
 	return g.trialsGeneric(ids, xval, weight, waux, scale, L, onGrid)
 }
 

@@ -149,6 +149,7 @@ type iq2Sub struct {
 	weight, xval, waux [16]float32
 	L                  [16]uint8
 	onGrid             [2]bool
+	sc                 gridScratch
 }
 
 // iq2TrialIDs fills ids with ggml's trial inverse scales
@@ -212,7 +213,7 @@ func (s *iq2Sub) search(g *iq2Grid, max float32) float32 {
 	s.onGrid = [2]bool{true, true}
 	var ids [19]float32
 	iq2TrialIDs(ids[:], max)
-	scale := g.trials(ids[:], s.xval[:], s.weight[:], s.waux[:], max/(2*iq2MaxLevel+1), s.L[:], s.onGrid[:])
+	scale := g.trials(&s.sc, ids[:], s.xval[:], s.weight[:], s.waux[:], max/(2*iq2MaxLevel+1), s.L[:], s.onGrid[:])
 	if (!s.onGrid[0] || !s.onGrid[1]) && scale > 0 {
 		id := 1 / scale
 		for k := range 2 {
@@ -238,15 +239,16 @@ func (s *iq2Sub) search(g *iq2Grid, max float32) float32 {
 
 func encodeIQ2XXSRow(dst []byte, src, imatrix []float32) {
 	g := iq2xxsTables()
+	var sc gridScratch
 	for ibl := range len(src) / 256 {
-		encodeIQ2XXSBlock(g, dst[iq2xxsBlockBytes*ibl:iq2xxsBlockBytes*(ibl+1)], src[256*ibl:256*ibl+256], imatrix[256*ibl:256*ibl+256])
+		encodeIQ2XXSBlock(g, &sc, dst[iq2xxsBlockBytes*ibl:iq2xxsBlockBytes*(ibl+1)], src[256*ibl:256*ibl+256], imatrix[256*ibl:256*ibl+256])
 	}
 }
 
 // encodeIQ2XXSBlock is one super-block of quantize_row_iq2_xxs_impl: eight
 // groups of 32, each four grid points (8-bit indices) with 7-bit sign
 // patterns and a 4-bit scale.
-func encodeIQ2XXSBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
+func encodeIQ2XXSBlock(g *iq2Grid, sc *gridScratch, y []byte, xbl, qw []float32) {
 	y = y[:iq2xxsBlockBytes]
 	var (
 		scales             [8]float32
@@ -284,7 +286,7 @@ func encodeIQ2XXSBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 		}
 		var ids [13]float32
 		iq2TrialIDs(ids[:], effMax)
-		scale = g.trials(ids[:], xval[:], weight[:], waux[:], scale, L[:], onGrid[:])
+		scale = g.trials(sc, ids[:], xval[:], weight[:], waux[:], scale, L[:], onGrid[:])
 		if scale > 0 {
 			id := 1 / scale
 			for k := range 4 {

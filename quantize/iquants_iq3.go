@@ -127,6 +127,7 @@ type iq3Sub struct {
 	weight, waux, xval [32]float32
 	L, Laux            [32]int8
 	onGrid, onGridAux  [8]bool
+	sc                 gridScratch
 }
 
 // setWeights fills weight (the importance of each value, ggml's weight[])
