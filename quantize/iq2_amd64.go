@@ -56,10 +56,10 @@ func neighbourPoints(neighbours, kgrid []uint16) []uint16 {
 type gridScratch struct {
 	ids  [32]float32
 	q    [32 * 32]float32
-	u    [8 * 32]int32
+	u    [4 * 32]int32
 	sums [64]float32
-	gi   [32][8]int32
-	on   [32][8]bool
+	gi   [32][4]int32
+	on   [32][4]bool
 }
 
 // iq2LevelsAVX2 computes, for the trial inverse scales ids[0:8·nblk] in
@@ -70,13 +70,7 @@ type gridScratch struct {
 // nearest_int is not rounding to nearest even.
 //
 //go:noescape
-func iq2LevelsAVX2(x *float32, n int, ids *[32]float32, nblk int, q *[32 * 32]float32, u *[8 * 32]int32) bool
-
-// iq3LevelsAVX2 is iq2LevelsAVX2 for IQ3: levels 0..7, groups of four
-// (level i at bits 3i).
-//
-//go:noescape
-func iq3LevelsAVX2(x *float32, n int, ids *[32]float32, nblk int, q *[32 * 32]float32, u *[8 * 32]int32) bool
+func iq2LevelsAVX2(x *float32, n int, ids *[32]float32, nblk int, q *[32 * 32]float32, u *[4 * 32]int32) bool
 
 // gridFitAVX2 computes ggml's fit sums of the trials in the lanes
 // 0..8·nblk−1: Σ(w·x)·q into sums[t] and Σ(w·q)·q into sums[32+t], over
@@ -147,80 +141,4 @@ func (g *iq2Grid) trials(tr *gridScratch, ids, xval, weight, waux []float32, sca
 		}
 	}
 	return scale
-}
-
-// search is searchGeneric with the trials in the lanes, as
-// iq2Grid.trials runs them: levels and packed points by iq3LevelsAVX2,
-// grid lookups and neighbour searches per group, fit sums by gridFitAVX2,
-// the choice in ggml's order.
-func (s *iq3Sub) search(t *iq3Tables, max float32, nis int) float32 {
-	nt := 2*nis + 1
-	if !useAVX2 || nt > 32 {
-		return s.searchGeneric(t, max, nis)
-	}
-	var ids [32]float32
-	tr, gi, on := &s.sc, &s.sc.gi, &s.sc.on
-	iq3TrialIDs(ids[:nt], max, nis)
-	nblk := tr.setIDs(ids[:nt])
-	if !iq3LevelsAVX2(&s.xval[0], 32, &tr.ids, nblk, &tr.q, &tr.u) {
-		return s.searchGeneric(t, max, nis)
-	}
-	for it, id := range ids[:nt] {
-		thisScale := 1 / id
-		for k := range 8 {
-			u := int(tr.u[32*k+it])
-			j := t.kmap[u]
-			if j >= 0 {
-				gi[it][k], on[it][k] = j, true
-				continue
-			}
-			j = int32(t.bestNeighbour(u, (*[4]float32)(s.xval[4*k:4*k+4]), (*[4]float32)(s.waux[4*k:4*k+4]), thisScale))
-			gi[it][k], on[it][k] = j, false
-			for i, v := range &t.vals[j] {
-				tr.q[32*(4*k+i)+it] = v
-			}
-		}
-	}
-	gridFitAVX2(&tr.q, &s.xval[0], &s.weight[0], 32, nblk, &tr.sums)
-	var best float32
-	scale := max / (2*(iq3MaxLevel+1) - 1)
-	win := -1
-	for it := range nt {
-		sumqx, sumq2 := tr.sums[it], tr.sums[32+it]
-		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
-			scale = sumqx / sumq2
-			best = float32(scale * sumqx)
-			win = it
-		}
-	}
-	if win >= 0 {
-		for k := range 8 {
-			*(*[4]int8)(s.L[4*k : 4*k+4]) = t.levels[gi[win][k]]
-			s.onGrid[k] = on[win][k]
-		}
-	}
-	return scale
-}
-
-// iq3NearestAVX2 is iq2NearestAVX2 for the four 3-bit levels of an IQ3
-// point (level i in bits 3i .. 3i+2) and the grid values vals[l] = 2l+1.
-//
-//go:noescape
-func iq3NearestAVX2(pts *uint16, n int, x, w *[4]float32, vals *[8]float32, scale float32) int
-
-// iq3Vals holds the grid values 2l+1 of the levels l = 0..7.
-var iq3Vals = [8]float32{1, 3, 5, 7, 9, 11, 13, 15}
-
-// bestNeighbour is bestNeighbourGeneric, on AVX2 CPUs by iq3NearestAVX2.
-func (t *iq3Tables) bestNeighbour(u int, xval, w *[4]float32, scale float32) int {
-	if !useAVX2 {
-		return t.bestNeighbourGeneric(u, xval, w, scale)
-	}
-	off := int(-t.kmap[u]-1) + 1
-	n := int(t.neighbours[off-1])
-	k := iq3NearestAVX2(&t.points[off], n, xval, w, &iq3Vals, scale)
-	if k < 0 {
-		k = 0
-	}
-	return int(t.neighbours[off+k])
 }

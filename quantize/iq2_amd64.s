@@ -18,8 +18,7 @@ DATA iq2lanes<>+48(SB)/4, $0x3f000000 // 0.5
 DATA iq2lanes<>+52(SB)/4, $0x4a800000 // 2^22
 DATA iq2lanes<>+56(SB)/4, $1
 DATA iq2lanes<>+60(SB)/4, $2
-DATA iq2lanes<>+64(SB)/4, $7
-GLOBL iq2lanes<>(SB), RODATA|NOPTR, $68
+GLOBL iq2lanes<>(SB), RODATA|NOPTR, $64
 
 // The neighbour searches: lanes are list positions p .. p+7, the packed
 // points loaded as dwords into Y0. NEAREST_START sets Y14 (best distance
@@ -185,33 +184,7 @@ iq2loop:
 	NEAREST_END(ret+48(FP))
 	RET
 
-// func iq3NearestAVX2(pts *uint16, n int, x, w *[4]float32, vals *[8]float32, scale float32) int
-// Four coordinates, level i (0..7) in bits 3i .. 3i+2: the table is
-// scale·vals.
-TEXT ·iq3NearestAVX2(SB), NOSPLIT, $0-56
-	MOVQ         pts+0(FP), SI
-	MOVQ         n+8(FP), CX
-	MOVQ         x+16(FP), AX
-	MOVQ         w+24(FP), BX
-	MOVQ         vals+32(FP), DX
-	VBROADCASTSS scale+40(FP), Y1
-	VMULPS       (DX), Y1, Y15
-	NEAREST_START
-
-iq3loop:
-	VPMOVZXWD (SI), Y0
-	NEAREST_TERM0
-	NEAREST_TERM(3, 4)
-	NEAREST_TERM(6, 8)
-	NEAREST_TERM(9, 12)
-	NEAREST_NEXT
-	ADDQ $16, SI
-	SUBQ $8, CX
-	JGT  iq3loop
-	NEAREST_END(ret+48(FP))
-	RET
-
-// func iq2LevelsAVX2(x *float32, n int, ids *[32]float32, nblk int, q *[32 * 32]float32, u *[8 * 32]int32) bool
+// func iq2LevelsAVX2(x *float32, n int, ids *[32]float32, nblk int, q *[32 * 32]float32, u *[4 * 32]int32) bool
 // Groups of eight values, levels 0..2 at bits 2i.
 TEXT ·iq2LevelsAVX2(SB), NOSPLIT, $0-49
 	LEVELS_START(iq2lanes<>+60(SB))
@@ -236,30 +209,6 @@ iq2group:
 	SUBQ    $8, CX
 	JGT     iq2group
 	LEVELS_END(iq2block)
-	MOVB AX, ret+48(FP)
-	RET
-
-// func iq3LevelsAVX2(x *float32, n int, ids *[32]float32, nblk int, q *[32 * 32]float32, u *[8 * 32]int32) bool
-// Groups of four values, levels 0..7 at bits 3i.
-TEXT ·iq3LevelsAVX2(SB), NOSPLIT, $0-49
-	LEVELS_START(iq2lanes<>+64(SB))
-
-iq3block:
-	LEVELS_BLOCK
-
-iq3group:
-	VPXOR Y7, Y7, Y7
-	LEVEL(0, 0, 0)
-	LEVEL(4, 3, 128)
-	LEVEL(8, 6, 256)
-	LEVEL(12, 9, 384)
-	VMOVDQU Y7, (BX)
-	ADDQ    $16, SI
-	ADDQ    $512, DI
-	ADDQ    $128, BX
-	SUBQ    $4, CX
-	JGT     iq3group
-	LEVELS_END(iq3block)
 	MOVB AX, ret+48(FP)
 	RET
 

@@ -18,11 +18,3 @@ type gridScratch struct{}
 func (g *iq2Grid) trials(_ *gridScratch, ids, xval, weight, waux []float32, scale float32, L []uint8, onGrid []bool) float32 {
 	return g.trialsGeneric(ids, xval, weight, waux, scale, L, onGrid)
 }
-
-func (t *iq3Tables) bestNeighbour(u int, xval, w *[4]float32, scale float32) int {
-	return t.bestNeighbourGeneric(u, xval, w, scale)
-}
-
-func (s *iq3Sub) search(t *iq3Tables, max float32, nis int) float32 {
-	return s.searchGeneric(t, max, nis)
-}

@@ -23,10 +23,6 @@ type iq3Tables struct {
 	// neighbourVals[i] is vals of point neighbours[i] (zero at the count
 	// entries), so the neighbour search reads memory in order.
 	neighbourVals [][4]float32
-	// points holds, on amd64, the packed point of each entry of
-	// neighbours at the same offset, which the vector search reads
-	// (neighbourPoints).
-	points []uint16
 }
 
 // The tables of each grid are built once, on first use, by whichever
@@ -105,7 +101,6 @@ func newIQ3Tables(kgrid []uint16, nwant int) *iq3Tables {
 		}
 		t.neighbours[off] = uint16(len(t.neighbours) - off - 1)
 	}
-	t.points = neighbourPoints(t.neighbours, kgrid)
 	return t
 }
 

@@ -54,13 +54,12 @@ func iq3KSigns(s uint32) uint8 {
 	return uint8(s) | uint8(bits.OnesCount32(s)&1)<<7
 }
 
-// bestNeighbourGeneric is iq3_find_best_neighbour: among the grid
-// neighbours of the off-grid quadruple u, the point closest to xval at
-// scale, by squared error weighted by w (ties keep the earlier entry).
-// ggml asserts that some distance is below FLT_MAX; when none is (overflow
-// or NaN), this returns the first listed neighbour, one of the nearest in
-// level space.
-func (t *iq3Tables) bestNeighbourGeneric(u int, xval, w *[4]float32, scale float32) int {
+// bestNeighbour is iq3_find_best_neighbour: among the grid neighbours of the
+// off-grid quadruple u, the point closest to xval at scale, by squared
+// error weighted by w (ties keep the earlier entry). ggml asserts that some
+// distance is below FLT_MAX; when none is (overflow or NaN), this returns
+// the first listed neighbour, one of the nearest in level space.
+func (t *iq3Tables) bestNeighbour(u int, xval, w *[4]float32, scale float32) int {
 	off := int(-t.kmap[u]-1) + 1
 	list := t.neighbours[off : off+int(t.neighbours[off-1])]
 	vals := t.neighbourVals[off : off+len(list)]
@@ -127,7 +126,6 @@ type iq3Sub struct {
 	weight, waux, xval [32]float32
 	L, Laux            [32]int8
 	onGrid, onGridAux  [8]bool
-	sc                 gridScratch
 }
 
 // setWeights fills weight (the importance of each value, ggml's weight[])
@@ -150,30 +148,17 @@ func (s *iq3Sub) setWeights(xb, qw []float32, sigma2 float32) {
 	}
 }
 
-// iq3TrialIDs fills ids with ggml's trial inverse scales
-// (2·kMaxQ−1 + is·0.2)/max for is = −nis .. nis, in that order.
-func iq3TrialIDs(ids []float32, max float32, nis int) {
-	for t := range ids {
-		is := t - nis
-		ids[t] = float32(2*(iq3MaxLevel+1)-1+float32(float32(is)*0.2)) / max
-	}
-}
-
-// searchGeneric is the scale search shared by both IQ3 encoders: for each
-// trial inverse scale (2·kMaxQ-1 + is·0.2)/max, is = -nis..nis, quantize
-// every group of four onto the grid and keep the levels with the best
-// weighted fit sumqx²/sumq2. It returns the scale of the best trial
-// (max/15 when none fits), leaving its levels in L and which groups were
-// on the grid in onGrid (left as initialised by the caller when no trial
-// fits).
-func (s *iq3Sub) searchGeneric(t *iq3Tables, max float32, nis int) float32 {
-	var (
-		best float32
-		ids  [32]float32
-	)
+// search is the scale search shared by both IQ3 encoders: for each trial
+// inverse scale (2·kMaxQ-1 + is·0.2)/max, is = -nis..nis, quantize every
+// group of four onto the grid and keep the levels with the best weighted
+// fit sumqx²/sumq2. It returns the scale of the best trial (max/15 when
+// none fits), leaving its levels in L and which groups were on the grid in
+// onGrid (left as initialised by the caller when no trial fits).
+func (s *iq3Sub) search(t *iq3Tables, max float32, nis int) float32 {
+	var best float32
 	scale := max / (2*(iq3MaxLevel+1) - 1)
-	iq3TrialIDs(ids[:2*nis+1], max, nis)
-	for _, id := range ids[:2*nis+1] {
+	for is := -nis; is <= nis; is++ {
+		id := float32(2*(iq3MaxLevel+1)-1+float32(float32(is)*0.2)) / max
 		thisScale := 1 / id
 		for k := range 8 {
 			s.onGridAux[k] = t.quantGroup((*[4]float32)(s.xval[4*k:]), (*[4]float32)(s.waux[4*k:]), id, thisScale, (*[4]int8)(s.Laux[4*k:]))
