@@ -299,8 +299,12 @@ type rwkv7 struct {
 	loraTransposed bool
 }
 
-func newRWKV7(h HParams, dir string) (Model, error) {
-	t, err := newText("rwkv7", h, dir)
+func newRWKV7(h HParams, dir string) (Model, error) { return newRWKV7As("rwkv7", h, dir) }
+
+// newRWKV7As is Rwkv7Model's __init__ under architecture arch (rwkv7, or
+// arwkv7 for ARwkv7Model).
+func newRWKV7As(arch string, h HParams, dir string) (*rwkv7, error) {
+	t, err := newText(arch, h, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -363,6 +367,18 @@ func (m *rwkv7) Params(ft gguf.FileType) ([]gguf.KV, error) {
 			ranks[i] = defaults[i]
 		}
 	}
+	k, err := m.params(ft, hidden, "attention.layer_norm_epsilon", eps, headSize, ranks, ffn)
+	if err != nil {
+		return nil, err
+	}
+	k.l.Set(k.key("attention.head_count"), gguf.Uint32(0)) // required by llama.cpp, unused
+	return k.l.KVs(), nil
+}
+
+// params writes the hyperparameters Rwkv7Model and ARwkv7Model share, in
+// their order, up to general.file_type: eps under epsSuffix, the four LoRA
+// ranks decay, ICLR, value residual mix and gate.
+func (m *rwkv7) params(ft gguf.FileType, hidden any, epsSuffix string, eps, headSize any, ranks []any, ffn any) (*kv, error) {
 	k := &kv{arch: m.arch}
 	k.l.Set(k.key("context_length"), gguf.Uint32(1<<20)) // RWKV isn't context limited
 	for _, s := range []struct {
@@ -371,7 +387,7 @@ func (m *rwkv7) Params(ft gguf.FileType) ([]gguf.KV, error) {
 		add    func(string, any) error
 	}{
 		{"embedding_length", hidden, k.u32}, {"block_count", m.blocks, k.u32},
-		{"attention.layer_norm_epsilon", eps, k.f32}, {"wkv.head_size", headSize, k.u32},
+		{epsSuffix, eps, k.f32}, {"wkv.head_size", headSize, k.u32},
 		{"attention.decay_lora_rank", ranks[0], k.u32}, {"attention.iclr_lora_rank", ranks[1], k.u32},
 		{"attention.value_residual_mix_lora_rank", ranks[2], k.u32}, {"attention.gate_lora_rank", ranks[3], k.u32},
 		{"feed_forward_length", ffn, k.u32},
@@ -381,8 +397,7 @@ func (m *rwkv7) Params(ft gguf.FileType) ([]gguf.KV, error) {
 		}
 	}
 	k.l.Set(gguf.KeyGeneralFileType, gguf.Uint32(uint32(ft)))
-	k.l.Set(k.key("attention.head_count"), gguf.Uint32(0)) // required by llama.cpp, unused
-	return k.l.KVs(), nil
+	return k, nil
 }
 
 // Filter is Rwkv7Model.filter_tensors: the two layouts' names unified,

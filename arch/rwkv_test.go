@@ -11,12 +11,17 @@ import (
 
 // TestRWKVConfigs: the RWKV classes' derived hyperparameters (RWKV-7's
 // calc_lora_rank for null ranks, RWKV-6's 3.5 × hidden feed-forward and
-// extra dims) and the configurations llama.cpp's converter fails on.
+// extra dims, ARWKV-7's fixed ranks) and the configurations llama.cpp's
+// converter fails on.
 func TestRWKVConfigs(t *testing.T) {
 	rwkv7 := func(hidden int) string {
 		return `{"architectures": ["Rwkv7ForCausalLM"], "hidden_size": ` + strconv.Itoa(hidden) + `, "head_size": 64, "layer_norm_epsilon": 1e-5, ` +
 			`"num_hidden_layers": 1, "intermediate_size": null, "lora_rank_decay": null, "lora_rank_iclr": null, ` +
 			`"lora_rank_value_residual_mix": null, "lora_rank_gate": null}`
+	}
+	arwkv7 := func(extra string) string {
+		return `{"architectures": ["RwkvHybridForCausalLM"], "hidden_size": 3584, "head_size": 64, "rms_norm_eps": 1e-6, ` +
+			`"intermediate_size": 18944, "num_hidden_layers": 1, ` + extra + `}`
 	}
 	ranks := func(arch string, d, i, v, g uint32) map[string]gguf.Value {
 		return map[string]gguf.Value{arch + ".attention.decay_lora_rank": gguf.Uint32(d), arch + ".attention.iclr_lora_rank": gguf.Uint32(i),
@@ -56,6 +61,12 @@ func TestRWKVConfigs(t *testing.T) {
 			`"rms_norm_eps": 1e-6, "intermediate_size": 128, "num_hidden_layers": 1, "lora_rank_tokenshift": null}`, nil, "time_mix_extra_dim"},
 		{"qrwkv6 no heads", `{"architectures": ["RWKV6Qwen2ForCausalLM"], "hidden_size": 64, "num_attention_heads": 0, "num_key_value_heads": 2, ` +
 			`"rms_norm_eps": 1e-6, "intermediate_size": 128, "num_hidden_layers": 1}`, nil, "num_attention_heads"},
+		// ARWKV-7's fixed ranks, whatever the hidden size.
+		{"arwkv7 gated", arwkv7(`"wkv_has_gate": true, "wkv_version": 7`), ranks("arwkv7", 64, 64, 32, 128), ""},
+		{"arwkv7 without gate", arwkv7(`"wkv_has_gate": false, "wkv_version": 7.0`), ranks("arwkv7", 64, 64, 32, 0), ""},
+		{"arwkv7 without wkv_has_gate", arwkv7(`"wkv_version": 7`), nil, "wkv_has_gate"},
+		{"arwkv7 RWKV-6 time mix", arwkv7(`"wkv_has_gate": false, "wkv_version": 6`), nil, "wkv_version"},
+		{"arwkv7 version true", arwkv7(`"wkv_has_gate": false, "wkv_version": true`), nil, "wkv_version"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

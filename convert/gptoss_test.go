@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ggufkit/ggufkit/readers/safetensors"
 	"github.com/ggufkit/ggufkit/requantize"
 )
 
@@ -59,25 +60,26 @@ func TestDeepseek4MalformedScale(t *testing.T) {
 	const w = "layers.1.attn.wq_b"
 	for _, tc := range []struct {
 		name, want string
-		edit       func(path string)
+		edit       func(src string)
 		modes      []string
 	}{
-		{"no scale", w + ".scale", func(path string) {
-			editSafetensorsHeader(t, path, func(h map[string]map[string]any) { h["x.unused"] = h[w+".scale"]; delete(h, w+".scale") })
+		{"no scale", w + ".scale", func(src string) {
+			editSafetensorsHeader(t, src, w+".scale", func(h map[string]map[string]any) { h["x.unused"] = h[w+".scale"]; delete(h, w+".scale") })
 		}, nil},
-		{"scale shape", w + ".scale", func(path string) {
-			editSafetensorsHeader(t, path, func(h map[string]map[string]any) { h[w+".scale"]["shape"] = []int64{4, 1} })
+		{"scale shape", w + ".scale", func(src string) {
+			editSafetensorsHeader(t, src, w+".scale", func(h map[string]map[string]any) { h[w+".scale"]["shape"] = []int64{4, 1} })
 		}, nil},
-		{"no expert scale", "layers.2.ffn.experts.3.w2.weight", func(path string) {
-			editSafetensorsHeader(t, path, func(h map[string]map[string]any) {
+		{"no expert scale", "layers.2.ffn.experts.3.w2.weight", func(src string) {
+			editSafetensorsHeader(t, src, "layers.2.ffn.experts.3.w2.scale", func(h map[string]map[string]any) {
 				h["x.unused"] = h["layers.2.ffn.experts.3.w2.scale"]
 				delete(h, "layers.2.ffn.experts.3.w2.scale")
 			})
 		}, nil},
-		{"expert scale shape", "layers.0.ffn.experts.1.w1.scale", func(path string) {
-			editSafetensorsHeader(t, path, func(h map[string]map[string]any) { h["layers.0.ffn.experts.1.w1.scale"]["shape"] = []int64{1, 32} })
+		{"expert scale shape", "layers.0.ffn.experts.1.w1.scale", func(src string) {
+			editSafetensorsHeader(t, src, "layers.0.ffn.experts.1.w1.scale", func(h map[string]map[string]any) { h["layers.0.ffn.experts.1.w1.scale"]["shape"] = []int64{1, 32} })
 		}, nil},
-		{"NaN scale", w + ".scale", func(path string) {
+		{"NaN scale", w + ".scale", func(src string) {
+			path := shardOf(t, src, w+".scale")
 			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -102,7 +104,7 @@ func TestDeepseek4MalformedScale(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(fixtures, "deepseek4")
 			src := assemble(t, dir, loadFixture(t, dir), false)
-			tc.edit(filepath.Join(src, "model.safetensors"))
+			tc.edit(src)
 			for mode, err := range convertModes(t, src) {
 				if tc.modes != nil && !slices.Contains(tc.modes, mode) {
 					continue
@@ -115,10 +117,47 @@ func TestDeepseek4MalformedScale(t *testing.T) {
 	}
 }
 
-// editSafetensorsHeader rewrites the header of the safetensors file at
-// path with edit (the data section unchanged).
-func editSafetensorsHeader(t *testing.T, path string, edit func(hdr map[string]map[string]any)) {
+// shardOf returns the path of the safetensors file of the model folder
+// src that holds tensor: the shard its index names, or model.safetensors.
+func shardOf(t *testing.T, src, tensor string) string {
 	t.Helper()
+	idx := readIndex(t, src)
+	if idx == nil {
+		return filepath.Join(src, "model.safetensors")
+	}
+	shard, ok := idx["weight_map"].(map[string]any)[tensor].(string)
+	if !ok {
+		t.Fatalf("%s is in no shard of %s", tensor, src)
+	}
+	return filepath.Join(src, shard)
+}
+
+// readIndex returns the decoded safetensors index of the model folder src,
+// nil when it has none.
+func readIndex(t *testing.T, src string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(src, safetensors.IndexName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx map[string]any
+	if err := json.Unmarshal(b, &idx); err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
+
+// editSafetensorsHeader rewrites with edit the header of the safetensors
+// file of the model folder src that holds tensor (the data section
+// unchanged), and the folder's index, if any, to match: the edited file's
+// names are what the index maps to it, so that the converter sees the
+// edit and not an index mismatch.
+func editSafetensorsHeader(t *testing.T, src, tensor string, edit func(hdr map[string]map[string]any)) {
+	t.Helper()
+	path := shardOf(t, src, tensor)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +186,28 @@ func editSafetensorsHeader(t *testing.T, path string, edit func(hdr map[string]m
 	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
 	out = append(append(out, h...), b[8+n:]...)
 	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := readIndex(t, src)
+	if idx == nil {
+		return
+	}
+	shard, wm := filepath.Base(path), idx["weight_map"].(map[string]any)
+	for k, v := range wm {
+		if v == shard {
+			delete(wm, k)
+		}
+	}
+	for k := range hdr {
+		if k != "__metadata__" {
+			wm[k] = shard
+		}
+	}
+	js, err := json.Marshal(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, safetensors.IndexName), js, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -179,7 +240,7 @@ func TestGptOssMalformedMXFP4(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(fixtures, "gptossmxfp4")
 			src := assemble(t, dir, loadFixture(t, dir), false)
-			editSafetensorsHeader(t, filepath.Join(src, "model.safetensors"), tc.edit)
+			editSafetensorsHeader(t, src, tc.want, tc.edit)
 			for mode, err := range convertModes(t, src) {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("%s: error %v, want one naming %s", mode, err, tc.want)

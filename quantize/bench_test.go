@@ -2,13 +2,12 @@ package quantize
 
 import (
 	"context"
-	"math"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
+	"github.com/ggufkit/ggufkit/internal/benchweights"
 )
 
 // Benchmarks over every registered type. The input is 4096×4096 float32
@@ -37,23 +36,10 @@ func benchRows() int {
 	return 4096
 }
 
-// benchInput returns nrows×benchCols Gaussian values, a few per mille of
-// them outliers ×20 as in real weights, and a positive importance vector.
+// benchInput returns the benchmark matrix (nrows×benchCols) and its
+// importance vector; see benchweights.Matrix.
 func benchInput(nrows int) (src, imatrix []float32) {
-	r := rand.New(rand.NewPCG(0x6767, 0x7566))
-	src = make([]float32, nrows*benchCols)
-	for i := range src {
-		v := r.NormFloat64() * 0.02
-		if r.IntN(500) == 0 {
-			v *= 20
-		}
-		src[i] = float32(v)
-	}
-	imatrix = make([]float32, benchCols)
-	for i := range imatrix {
-		imatrix[i] = float32(math.Exp(r.NormFloat64()))
-	}
-	return src, imatrix
+	return benchweights.Matrix(nrows, benchCols)
 }
 
 type benchCase struct {

@@ -139,11 +139,13 @@ func TestEncodeHalvesAsm(t *testing.T) {
 				}
 			}
 			for _, bad := range []uint32{0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF} {
-				for _, n := range []int{16, 47, 64} {
-					row := slices.Clone(src[:n])
-					row[r.IntN(n)] = math.Float32frombits(bad)
-					if c.got(make([]byte, 4*n), row, nil) {
-						t.Fatalf("n %d: %#08x accepted", n, bad)
+				for _, n := range []int{16, 47, 64, 200} {
+					for _, at := range []int{0, n - 1, r.IntN(n)} {
+						row := slices.Clone(src[:n])
+						row[at] = math.Float32frombits(bad)
+						if c.got(make([]byte, 4*n), row, nil) {
+							t.Fatalf("n %d: %#08x at %d accepted", n, bad, at)
+						}
 					}
 				}
 			}

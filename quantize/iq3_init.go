@@ -23,6 +23,9 @@ type iq3Tables struct {
 	// neighbourVals[i] is vals of point neighbours[i] (zero at the count
 	// entries), so the neighbour search reads memory in order.
 	neighbourVals [][4]float32
+	// vec holds the same lists in the layout of the vector search, where
+	// there is one (iq3_amd64.go).
+	vec iq3Vec
 }
 
 // The tables of each grid are built once, on first use, by whichever
@@ -101,6 +104,7 @@ func newIQ3Tables(kgrid []uint16, nwant int) *iq3Tables {
 		}
 		t.neighbours[off] = uint16(len(t.neighbours) - off - 1)
 	}
+	t.vec.init(t)
 	return t
 }
 

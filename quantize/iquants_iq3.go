@@ -91,41 +91,89 @@ func (t *iq3Tables) bestNeighbour(u int, xval, w *[4]float32, scale float32) int
 
 // quantGroup rounds the four values xval at inverse scale id to the nearest
 // levels, then, when that quadruple is not a grid point, replaces it by
-// bestNeighbour at scale. It stores the chosen point's levels in L and
-// reports whether the rounded quadruple was already on the grid; this is
-// the inner step both IQ3 encoders repeat for every trial scale.
-func (t *iq3Tables) quantGroup(xval, w *[4]float32, id, scale float32, L *[4]int8) bool {
+// bestNeighbour at scale. It returns the chosen grid point and reports
+// whether the rounded quadruple was already on the grid; this is the inner
+// step both IQ3 encoders repeat for every group and trial scale.
+func (t *iq3Tables) quantGroup(xval, w *[4]float32, id, scale float32) (int32, bool) {
 	u := 0
 	for i := range 4 {
 		l := nearestInt(float32(0.5 * float32(float32(id*xval[i])-1)))
 		u |= int(max(0, min(iq3MaxLevel, l))) << (3 * i)
 	}
-	index := int(t.kmap[u])
-	onGrid := index >= 0
-	if !onGrid {
-		index = t.bestNeighbour(u, xval, w, scale)
+	index := t.kmap[u]
+	if index >= 0 {
+		return index, true
 	}
-	*L = t.levels[index]
+	return int32(t.bestNeighbour(u, xval, w, scale)), false
+}
+
+// quantGroupsGeneric is quantGroup for the eight groups of a sub-block: the
+// grid points go to idx, and bit k of the result is set when group k was
+// on the grid.
+func (t *iq3Tables) quantGroupsGeneric(xval, waux *[32]float32, id, scale float32, idx *[8]int32) uint8 {
+	var onGrid uint8
+	for k := range 8 {
+		index, on := t.quantGroup((*[4]float32)(xval[4*k:]), (*[4]float32)(waux[4*k:]), id, scale)
+		idx[k] = index
+		if on {
+			onGrid |= 1 << k
+		}
+	}
 	return onGrid
 }
 
-// iq3Sums returns Σ w·x·q and Σ w·q² over a 32-value sub-block with the
-// odd values q = 2l+1, summed in ggml's order.
-func iq3Sums(weight, xval *[32]float32, L *[32]int8) (sumqx, sumq2 float32) {
-	for i := range 32 {
-		w := weight[i]
-		q := float32(2*L[i] + 1)
-		sumqx += float32(float32(w*xval[i]) * q)
-		sumq2 += float32(float32(w*q) * q)
+// sums returns Σ w·x·q and Σ w·q² over a 32-value sub-block whose groups
+// of four are the grid points idx, q being the odd values 2l+1, summed in
+// ggml's order.
+func (t *iq3Tables) sums(weight, xval *[32]float32, idx *[8]int32) (sumqx, sumq2 float32) {
+	for k, index := range idx {
+		q := &t.vals[index]
+		for i := range 4 {
+			w := weight[4*k+i]
+			sumqx += float32(float32(w*xval[4*k+i]) * q[i])
+			sumq2 += float32(float32(w*q[i]) * q[i])
+		}
 	}
 	return sumqx, sumq2
 }
 
-// iq3Sub is the per-sub-block state of the IQ3 encoders.
+// sums4 is sums of four trials' grid points at once: eight independent
+// chains of additions, each in ggml's order, instead of two.
+func (t *iq3Tables) sums4(weight, xval *[32]float32, idx *[4][8]int32, sumqx, sumq2 *[4]float32) {
+	var x0, x1, x2, x3, s0, s1, s2, s3 float32
+	for k := range 8 {
+		q0, q1, q2, q3 := &t.vals[idx[0][k]], &t.vals[idx[1][k]], &t.vals[idx[2][k]], &t.vals[idx[3][k]]
+		for i := range 4 {
+			w := weight[4*k+i]
+			wx := float32(w * xval[4*k+i])
+			x0 += float32(wx * q0[i])
+			s0 += float32(float32(w*q0[i]) * q0[i])
+			x1 += float32(wx * q1[i])
+			s1 += float32(float32(w*q1[i]) * q1[i])
+			x2 += float32(wx * q2[i])
+			s2 += float32(float32(w*q2[i]) * q2[i])
+			x3 += float32(wx * q3[i])
+			s3 += float32(float32(w*q3[i]) * q3[i])
+		}
+	}
+	*sumqx = [4]float32{x0, x1, x2, x3}
+	*sumq2 = [4]float32{s0, s1, s2, s3}
+}
+
+// iq3MaxTrials is the number of trial scales of IQ3_XXS (IQ3_S has 19),
+// rounded up to a multiple of four for sums4.
+const iq3MaxTrials = 32
+
+// iq3Sub is the per-sub-block state of the IQ3 encoders: the grid point of
+// each group of four in idx, and bit k of onGrid set when group k's
+// rounded levels were a grid point at the chosen scale; trialIdx and
+// trialOnGrid are the same for each trial scale.
 type iq3Sub struct {
 	weight, waux, xval [32]float32
-	L, Laux            [32]int8
-	onGrid, onGridAux  [8]bool
+	idx, idxAux        [8]int32
+	onGrid             uint8
+	trialIdx           [iq3MaxTrials][8]int32
+	trialOnGrid        [iq3MaxTrials]uint8
 }
 
 // setWeights fills weight (the importance of each value, ggml's weight[])
@@ -150,25 +198,31 @@ func (s *iq3Sub) setWeights(xb, qw []float32, sigma2 float32) {
 
 // search is the scale search shared by both IQ3 encoders: for each trial
 // inverse scale (2·kMaxQ-1 + is·0.2)/max, is = -nis..nis, quantize every
-// group of four onto the grid and keep the levels with the best weighted
+// group of four onto the grid and keep the points with the best weighted
 // fit sumqx²/sumq2. It returns the scale of the best trial (max/15 when
-// none fits), leaving its levels in L and which groups were on the grid in
-// onGrid (left as initialised by the caller when no trial fits).
+// none fits), leaving its points in idx and which groups were on the grid
+// in onGrid (left as initialised by the caller when no trial fits).
 func (s *iq3Sub) search(t *iq3Tables, max float32, nis int) float32 {
+	n := 2*nis + 1
+	for j := range n {
+		id := float32(2*(iq3MaxLevel+1)-1+float32(float32(j-nis)*0.2)) / max
+		s.trialOnGrid[j] = t.quantGroups(&s.xval, &s.waux, id, 1/id, &s.trialIdx[j])
+	}
 	var best float32
 	scale := max / (2*(iq3MaxLevel+1) - 1)
-	for is := -nis; is <= nis; is++ {
-		id := float32(2*(iq3MaxLevel+1)-1+float32(float32(is)*0.2)) / max
-		thisScale := 1 / id
-		for k := range 8 {
-			s.onGridAux[k] = t.quantGroup((*[4]float32)(s.xval[4*k:]), (*[4]float32)(s.waux[4*k:]), id, thisScale, (*[4]int8)(s.Laux[4*k:]))
-		}
-		sumqx, sumq2 := iq3Sums(&s.weight, &s.xval, &s.Laux)
-		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
-			scale = sumqx / sumq2
-			best = float32(scale * sumqx)
-			s.L = s.Laux
-			s.onGrid = s.onGridAux
+	for j0 := 0; j0 < n; j0 += 4 {
+		// Trials past n hold grid points of earlier calls: valid indexes
+		// whose sums are not used.
+		var sumqx, sumq2 [4]float32
+		t.sums4(&s.weight, &s.xval, (*[4][8]int32)(s.trialIdx[j0:]), &sumqx, &sumq2)
+		for j := j0; j < min(n, j0+4); j++ {
+			sqx, sq2 := sumqx[j-j0], sumq2[j-j0]
+			if sq2 > 0 && float32(sqx*sqx) > float32(best*sq2) {
+				scale = sqx / sq2
+				best = float32(scale * sqx)
+				s.idx = s.trialIdx[j]
+				s.onGrid = s.trialOnGrid[j]
+			}
 		}
 	}
 	return scale
@@ -179,33 +233,19 @@ func (s *iq3Sub) search(t *iq3Tables, max float32, nis int) float32 {
 // returns the least-squares scale of the result. ggml skips it when every
 // group was on the grid or the scale is not positive.
 func (s *iq3Sub) refine(t *iq3Tables, scale float32, all bool) float32 {
-	off := 0
-	for _, on := range s.onGrid {
-		if !on {
-			off++
-		}
-	}
-	if off == 0 || !(scale > 0) {
+	if s.onGrid == 0xff || !(scale > 0) {
 		return scale
 	}
-	id := 1 / scale
-	for k := range 8 {
-		if s.onGrid[k] && !all {
-			continue
+	t.quantGroups(&s.xval, &s.waux, 1/scale, scale, &s.idxAux)
+	for k := range s.idx {
+		if all || s.onGrid>>k&1 == 0 {
+			s.idx[k] = s.idxAux[k]
 		}
-		t.quantGroup((*[4]float32)(s.xval[4*k:]), (*[4]float32)(s.waux[4*k:]), id, scale, (*[4]int8)(s.L[4*k:]))
 	}
-	if sumqx, sumq2 := iq3Sums(&s.weight, &s.xval, &s.L); sumq2 > 0 {
+	if sumqx, sumq2 := t.sums(&s.weight, &s.xval, &s.idx); sumq2 > 0 {
 		scale = sumqx / sumq2
 	}
 	return scale
-}
-
-// gridIndex is the grid point holding group k's levels. L always holds a
-// grid point's levels (the all-zero quadruple is point 0 of both grids), so
-// the lookup never misses, where ggml would abort.
-func (s *iq3Sub) gridIndex(t *iq3Tables, k int) int32 {
-	return t.kmap[packIQ3((*[4]int8)(s.L[4*k:]))]
 }
 
 // superSigma2 is ggml's sigma2 = 2·Σx²/QK_K of a 256-value super-block.
@@ -282,12 +322,12 @@ func encodeIQ3XXSBlock(t *iq3Tables, s *iq3Sub, y []byte, xbl, qw []float32) {
 		for _, v := range s.xval[1:] {
 			max = iq3FMax(max, v)
 		}
-		s.L = [32]int8{}
 		if max < groupMaxEpsIQ3XXS {
 			scales[ib] = 0
 			continue
 		}
-		s.onGrid = [8]bool{true, true, true, true, true, true, true, true}
+		s.idx = [8]int32{}
+		s.onGrid = 0xff
 		scale := s.search(t, max, 15)
 		scale = s.refine(t, scale, false)
 		if scale < 0 {
@@ -299,7 +339,7 @@ func encodeIQ3XXSBlock(t *iq3Tables, s *iq3Sub, y []byte, xbl, qw []float32) {
 			}
 		}
 		for k := range 8 {
-			grid[8*ib+k] = uint8(s.gridIndex(t, k))
+			grid[8*ib+k] = uint8(s.idx[k])
 		}
 		scalesSigns[ib] = uint32(blockSigns[0]) | uint32(blockSigns[1])<<7 | uint32(blockSigns[2])<<14 | uint32(blockSigns[3])<<21
 		scales[ib] = scale
@@ -377,12 +417,12 @@ func encodeIQ3SBlock(t *iq3Tables, s *iq3Sub, y []byte, xbl, qw []float32) {
 		for _, v := range s.xval[1:] {
 			max = iq3FMax(max, v)
 		}
-		s.L = [32]int8{}
 		if max == 0 {
 			scales[ib] = 0
 			continue
 		}
-		s.onGrid = [8]bool{}
+		s.idx = [8]int32{}
+		s.onGrid = 0
 		scale := s.search(t, max, 9)
 		scale = s.refine(t, scale, true)
 		if scale < 0 {
@@ -392,7 +432,7 @@ func encodeIQ3SBlock(t *iq3Tables, s *iq3Sub, y []byte, xbl, qw []float32) {
 			}
 		}
 		for k := range 8 {
-			index := s.gridIndex(t, k)
+			index := s.idx[k]
 			qs[k] = uint8(index)
 			qh[ib] |= uint8(index>>8&1) << k
 		}

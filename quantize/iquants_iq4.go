@@ -98,37 +98,34 @@ func iq4Scales(x, qw, scales []float32) float32 {
 	var maxScale, amaxScale float32
 	for ib := range len(x) / 32 {
 		xb := x[32*ib : 32*ib+32]
+		var qwb []float32
 		if qw != nil {
-			qwb := qw[32*ib : 32*ib+32]
-			for j, v := range xb {
-				weight[j] = float32(qwb[j] * float32(math.Sqrt(float64(sigma2+float32(v*v)))))
-			}
-		} else {
-			for j, v := range xb {
-				weight[j] = float32(v * v)
-			}
+			qwb = qw[32*ib : 32*ib+32]
 		}
-		var amax, max float32
-		for _, v := range xb {
-			if ax := abs32(v); ax > amax {
-				amax, max = ax, v
-			}
-		}
+		max := iq4Weights(xb, qwb, sigma2, &weight)
+		amax := abs32(max)
 		if amax < groupMaxEps {
 			scales[ib] = 0
 			continue
 		}
 		// ntry > 0: start from d = -max/values[0], so that the value of
-		// largest magnitude maps onto -127.
+		// largest magnitude maps onto -127; then the 2·ntry+1 trials.
 		d := -max / float32(kvaluesIQ4NL[0])
-		sumqx, sumq2 := iq4Fit(xb, &weight, 1/d)
+		var ids [16]float32
+		ids[0] = 1 / d
+		for itry := -iq4NTry; itry <= iq4NTry; itry++ {
+			ids[1+iq4NTry+itry] = float32(itry+int(kvaluesIQ4NL[0])) / max
+		}
+		var sums [32]float32
+		iq4Trials(xb, &weight, &ids, &sums)
+		sumqx, sumq2 := sums[0], sums[16]
 		d = 0
 		if sumq2 > 0 {
 			d = sumqx / sumq2
 		}
 		best := float32(d * sumqx)
-		for itry := -iq4NTry; itry <= iq4NTry; itry++ {
-			sumqx, sumq2 := iq4Fit(xb, &weight, float32(itry+int(kvaluesIQ4NL[0]))/max)
+		for k := 1; k < 16; k++ {
+			sumqx, sumq2 := sums[k], sums[16+k]
 			if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
 				d = sumqx / sumq2
 				best = float32(d * sumqx)
@@ -140,6 +137,36 @@ func iq4Scales(x, qw, scales []float32) float32 {
 		}
 	}
 	return maxScale
+}
+
+// iq4WeightsGeneric is iq4Weights in plain Go.
+func iq4WeightsGeneric(xb, qw []float32, sigma2 float32, weight *[32]float32) float32 {
+	xb = xb[:32]
+	if qw != nil {
+		qw = qw[:32]
+		for j, v := range xb {
+			weight[j] = float32(qw[j] * float32(math.Sqrt(float64(sigma2+float32(v*v)))))
+		}
+	} else {
+		for j, v := range xb {
+			weight[j] = float32(v * v)
+		}
+	}
+	var amax, max float32
+	for _, v := range xb {
+		if ax := abs32(v); ax > amax {
+			amax, max = ax, v
+		}
+	}
+	return max
+}
+
+// iq4TrialsGeneric sets sums[k] and sums[16+k] to iq4Fit(xb, weight,
+// ids[k]).
+func iq4TrialsGeneric(xb []float32, weight *[32]float32, ids *[16]float32, sums *[32]float32) {
+	for k, id := range ids {
+		sums[k], sums[16+k] = iq4Fit(xb, weight, id)
+	}
 }
 
 // iq4Fit maps the 32 values xb to their nearest table entries at inverse
@@ -155,10 +182,8 @@ func iq4Fit(xb []float32, weight *[32]float32, id float32) (sumqx, sumq2 float32
 	return sumqx, sumq2
 }
 
-// iq4Pack stores the 4-bit index of each of the 32 values xb at inverse
-// scale id into qs: value j in the low nibble of qs[j], value j+16 in the
-// high nibble.
-func iq4Pack(qs []byte, xb []float32, id float32) {
+// iq4PackGeneric is iq4Pack in plain Go.
+func iq4PackGeneric(qs []byte, xb []float32, id float32) {
 	qs, xb = qs[:16], xb[:32]
 	for j := range 16 {
 		lo := iq4Index(float32(id * xb[j]))

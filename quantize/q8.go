@@ -56,10 +56,10 @@ func q8Quantize(qs []byte, x []float32, amax, id float32) {
 
 func encodeRowQ8_0(dst []byte, src []float32, _ []float32) { encodeFiniteQ8_0(dst, src, nil) }
 
-// encodeFiniteQ8_0 is quantize_row_q8_0_ref fused with the finiteness check
-// (codec.encodeFinite): it stops, returning false, at the first block whose
-// largest magnitude has the exponent bits of a NaN or an infinity.
-func encodeFiniteQ8_0(dst []byte, src []float32, _ []float32) bool {
+// encodeFiniteQ8_0Generic is quantize_row_q8_0_ref fused with the
+// finiteness check, in plain Go (encodeFiniteQ8_0 runs on vectors with
+// AVX2).
+func encodeFiniteQ8_0Generic(dst []byte, src []float32, _ []float32) bool {
 	for i := 0; i < len(src)/qk8; i++ {
 		x := src[i*qk8 : (i+1)*qk8]
 		b := dst[i*q8_0Bytes : (i+1)*q8_0Bytes]

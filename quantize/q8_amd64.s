@@ -177,26 +177,37 @@ GLOBL ttone<>(SB), RODATA|NOPTR, $4
 	VADDPS     Y4, r, r;   \
 	VCVTTPS2DQ r, r
 
-// func q8_1AVX2(dst *byte, src *float32, nblocks int) int
+// func q8x32AVX2(dst *byte, src *float32, nblocks int, q81 bool) int
 //
-// quantize_row_q8_1_ref on nblocks blocks of 32: d = amax/127, id = 1/d,
-// the levels roundf(x·id), s = d·(their sum). It returns the number of
-// blocks done, stopping before a block whose largest magnitude is below
-// 2^-100 (zero included: 1/d could overflow there; the Go form encodes it)
-// or is a NaN or an infinity.
-TEXT ·q8_1AVX2(SB), NOSPLIT, $0-32
+// quantize_row_q8_0_ref (q81 false: blocks {d, qs[32]} of 34 bytes) or
+// quantize_row_q8_1_ref (q81 true: blocks {d, s, qs[32]} of 36 bytes) on
+// nblocks blocks of 32: d = amax/127, id = 1/d, the levels roundf(x·id),
+// and for Q8_1 s = d·(their sum). It returns the number of blocks done,
+// stopping before a block whose largest magnitude is below 2^-100 (zero
+// included: 1/d could overflow there; the Go form encodes it) or is a NaN
+// or an infinity.
+TEXT ·q8x32AVX2(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), DI
 	MOVQ         src+8(FP), SI
 	MOVQ         nblocks+16(FP), CX
+	MOVBLZX      q81+24(FP), DX
+	MOVQ         $2, R9  // offset of qs
+	MOVQ         $34, R10 // block size
+	TESTL        DX, DX
+	JZ           q8x32start
+	MOVQ         $4, R9
+	MOVQ         $36, R10
+
+q8x32start:
 	XORQ         BX, BX
 	VBROADCASTSS q8consts<>+0(SB), Y15
 	VBROADCASTSS q81consts<>+4(SB), Y14
 	VBROADCASTSS q81consts<>+8(SB), Y13
 	VMOVDQU      packperm<>(SB), Y11
 
-q81block:
+q8x32block:
 	CMPQ         BX, CX
-	JGE          q81done
+	JGE          q8x32done
 	VMOVUPS      (SI), Y0
 	VMOVUPS      32(SI), Y1
 	VMOVUPS      64(SI), Y2
@@ -216,9 +227,9 @@ q81block:
 	VPMAXUD      X5, X4, X8
 	VMOVD        X8, AX
 	CMPL         AX, $0x0d800000
-	JB           q81done
+	JB           q8x32done
 	CMPL         AX, $0x7f800000
-	JAE          q81done
+	JAE          q8x32done
 	VDIVSS       q81consts<>+0(SB), X8, X9 // d = amax/127
 	VMOVSS       q8consts<>+12(SB), X10
 	VDIVSS       X9, X10, X10              // id = 1/d
@@ -230,7 +241,10 @@ q81block:
 	ROUNDF(Y1)
 	ROUNDF(Y2)
 	ROUNDF(Y3)
-	PACK8(Y0, Y1, Y2, Y3, 4(DI))
+	LEAQ         (DI)(R9*1), R11
+	PACK8(Y0, Y1, Y2, Y3, (R11))
+	TESTL        DX, DX
+	JZ           q8x32next
 	VPADDD       Y1, Y0, Y0
 	VPADDD       Y3, Y2, Y2
 	VPADDD       Y2, Y0, Y0
@@ -245,13 +259,15 @@ q81block:
 	VCVTPS2PH    $0, X0, X7
 	VMOVD        X7, AX
 	MOVW         AX, 2(DI)
-	ADDQ         $128, SI
-	ADDQ         $36, DI
-	INCQ         BX
-	JMP          q81block
 
-q81done:
-	MOVQ BX, ret+24(FP)
+q8x32next:
+	ADDQ         $128, SI
+	ADDQ         R10, DI
+	INCQ         BX
+	JMP          q8x32block
+
+q8x32done:
+	MOVQ BX, ret+32(FP)
 	VZEROUPPER
 	RET
 

@@ -9,6 +9,13 @@ func encodeFiniteQ8K(dst []byte, src, _ []float32) bool {
 	return encodeFiniteQ8KGeneric(dst, src, nil)
 }
 
+// encodeFiniteQ8_0 is quantize_row_q8_0_ref fused with the finiteness check
+// (codec.encodeFinite): it stops, returning false, at the first block whose
+// largest magnitude has the exponent bits of a NaN or an infinity.
+func encodeFiniteQ8_0(dst []byte, src, _ []float32) bool {
+	return encodeFiniteQ8_0Generic(dst, src, nil)
+}
+
 // encodeFiniteQ8_1 is quantize_row_q8_1_ref fused with the finiteness check
 // (codec.encodeFinite): it stops, returning false, at the first block whose
 // largest magnitude has the exponent bits of a NaN or an infinity.

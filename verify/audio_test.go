@@ -10,7 +10,7 @@ import (
 
 // TestAudioForward runs the audio encoders verify/forward implements on
 // their fixtures' projector conversions: alone, the F32 file's audio
-// features are finite; against the checkpoint the F32 and Q8_0 files agree
+// features are finite; against the checkpoint the F32, F16 and Q8_0 files agree
 // with it within the encoder limits; and files broken the way a converter
 // could break them (the convolution kernel's taps reversed, a wrong norm
 // epsilon) fail with a forward problem that names the audio features.
@@ -58,13 +58,13 @@ type towerBreak struct {
 	break_ func(t *testing.T, m *model)
 }
 
-// checkTowerForward verifies a fixture's F32 and Q8_0 projector files
+// checkTowerForward verifies a fixture's F32, F16 and Q8_0 projector files
 // against the checkpoint (the tower's agreement, from get, within the
 // limits), then each of breaks applied to the F32 file, which must fail
 // with a forward problem naming what.
 func checkTowerForward(t *testing.T, dir, f32 string, ref Reference, what string, get func(*Report) *FeatureAgreement, breaks []towerBreak) {
 	t.Helper()
-	for _, outType := range []string{"f32", "q8_0"} {
+	for _, outType := range []string{"f32", "f16", "q8_0"} {
 		path := f32
 		if outType != "f32" {
 			path = convertMMProj(t, dir, outType)

@@ -77,6 +77,8 @@ func TestFixtures(t *testing.T) {
 		{"rwkv7fla", "The quick brown fox and the world"},
 		{"rwkv6", "Hello world, the quick brown fox"},
 		{"rwkv6qwen2", "Once upon a time there was"},
+		{"arwkv7", "A time mix in a Qwen2 body"},
+		{"arwkv7gate", "Six lerps and a gate, no group norm"},
 		// Hybrids: attention and recurrent blocks.
 		{"lfm2", "Short convolutions between attention blocks"},
 		{"lfm2moe", "Convolutions, attention and routed experts"},

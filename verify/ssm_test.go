@@ -10,7 +10,7 @@ import (
 )
 
 // TestBrokenSSM breaks the F32 conversions of the state-space, RWKV and
-// hybrid fixtures (mamba, mamba2, rwkv6, rwkv6qwen2, rwkv7, lfm2, qwen35,
+// hybrid fixtures (mamba, mamba2, rwkv6, rwkv6qwen2, rwkv7, arwkv7, lfm2, qwen35,
 // granitehybrid, jamba, falconh1, kimilinear,
 // nemotronhmoe) the way a converter could and shows
 // verify fails each against
@@ -51,6 +51,13 @@ func TestBrokenSSM(t *testing.T) {
 		{"rwkv7", "wrong head size", func(t *testing.T, m *model) {
 			m.setKV("rwkv7.wkv.head_size", gguf.Uint32(32))
 		}, CheckReference, "rwkv7.wkv.head_size", "uint32(32), reference uint32(16)"},
+		{"arwkv7", "token-shift lerps of two blocks swapped", func(t *testing.T, m *model) {
+			a, b := m.tensor(t, "blk.0.time_mix_lerp_fused.weight"), m.tensor(t, "blk.1.time_mix_lerp_fused.weight")
+			a.data, b.data = b.data, a.data
+		}, CheckReference, "blk.0.time_mix_lerp_fused.weight", ""},
+		{"arwkv7", "wrong decay LoRA rank", func(t *testing.T, m *model) {
+			m.setKV("arwkv7.attention.decay_lora_rank", gguf.Uint32(32))
+		}, CheckTensors, "blk.0.time_mix_w1.weight", "arwkv7 expects [64 32]"},
 		{"mamba2", "wrong ssm_d_state", func(t *testing.T, m *model) {
 			m.setKV("mamba2.ssm.state_size", gguf.Uint32(16))
 		}, CheckReference, "mamba2.ssm.state_size", "uint32(16), reference uint32(8)"},

@@ -23,7 +23,7 @@ func convertMMProj(t *testing.T, dir, outType string) string {
 
 // TestVisionForward runs the vision towers verify/forward implements on
 // their fixtures' projector conversions: alone, the F32 file's image
-// features are finite; against the checkpoint the F32 and Q8_0 files agree
+// features are finite; against the checkpoint the F32, F16 and Q8_0 files agree
 // with it within the encoder limits; and files broken the way a converter
 // could break them (a transposed patch kernel, the wrong image mean, a
 // wrong norm epsilon) fail with a forward problem that names the image

@@ -1122,6 +1122,10 @@ FIXTURES["seedoss"] = dict(
 #                          remote code's (keys transformers does not read);
 #   logits_fn(root, spec, ids), prompt  our own reference forward pass (a remote-code model transformers has no
 #                          class for) giving the logits of prompt["ids"], instead of transformers';
+#   shards                 a list of tensor-name lists, one a shard, with None for the shard holding every
+#                          tensor not named: the finished model.safetensors is split into
+#                          model-0000i-of-0000n.safetensors + model.safetensors.index.json (the tensors' bytes
+#                          unchanged), so that no file of a fixture whose vocabulary cannot shrink is over 5 MB;
 #   reference(folder, spec, ids)  for a remote-code encoder transformers has no class for: our own PyTorch
 #                          forward pass of the model, written from its architecture, returning the last
 #                          hidden state [tokens, hidden] (float32) that stands for transformers' (with
@@ -1294,12 +1298,37 @@ def build(out, name):
     if spec.get("post_save"):
         spec["post_save"](root, spec)
 
+    if spec.get("shards"):
+        split_checkpoint(root, spec["shards"])
+
     if spec.get("pytorch_copy"):
         write_pytorch_copy(root)
 
     if spec.get("logits_from") is None:
         write_logits(out, name)
     write_manifest(out, name)
+
+
+def split_checkpoint(root, shards):
+    """Splits root/model.safetensors into the shards a spec's `shards` names (see above) and writes the index
+    save_pretrained would (metadata total_parameters / total_size, weight_map sorted)."""
+    from safetensors.torch import load_file, save_file
+    path = os.path.join(root, "model.safetensors")
+    sd = load_file(path)
+    named = {k for group in shards if group is not None for k in group}
+    missing = named - set(sd)
+    assert not missing, ("shards name tensors the checkpoint lacks", sorted(missing))
+    weight_map = {}
+    for i, group in enumerate(shards):
+        fn = "model-%05d-of-%05d.safetensors" % (i + 1, len(shards))
+        keys = sorted(group if group is not None else set(sd) - named)
+        save_file({k: sd[k].contiguous() for k in keys}, os.path.join(root, fn), metadata={"format": "pt"})
+        weight_map.update((k, fn) for k in keys)
+    os.remove(path)
+    meta = OrderedDict([("total_parameters", sum(v.numel() for v in sd.values())),
+                        ("total_size", sum(v.numel() * v.element_size() for v in sd.values()))])
+    write_json(os.path.join(root, "model.safetensors.index.json"),
+               OrderedDict([("metadata", meta), ("weight_map", OrderedDict(sorted(weight_map.items())))]))
 
 
 def write_pytorch_copy(root):

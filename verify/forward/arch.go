@@ -689,7 +689,7 @@ var archs = map[string]*archInfo{
 }
 
 func archNames() string {
-	names := []string{"gemma4", "mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7"} // gemma4.go, ssm.go, rwkv6.go, rwkv7.go
+	names := []string{"gemma4", "mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"} // gemma4.go, ssm.go, rwkv6.go, rwkv7.go
 	for n := range archs {
 		names = append(names, n)
 	}
@@ -1538,7 +1538,7 @@ func (c *Config) ExpectedTensors(present func(name string) bool) []TensorSpec {
 		return c.rwkv6Tensors()
 	}
 	if c.rwkv != nil {
-		return c.rwkv7Tensors()
+		return c.rwkv7Tensors(present)
 	}
 	var out []TensorSpec
 	add := func(name string, optional bool, dims ...dim) {

@@ -88,7 +88,9 @@ func ParseAudioConfig(md Metadata) (*AudioConfig, error) {
 	return c, nil
 }
 
-// Audio is an audio encoder with its projector, weights decoded to float32.
+// Audio is an audio encoder with its projector: the linears' weights read
+// on use from their stored blocks, the convolution kernels, position table,
+// norms and biases decoded to float32.
 type Audio struct {
 	Config *AudioConfig
 	// blocks runs the encoder's blocks (LayerNorm, erf-GELU feed-forward).
@@ -104,7 +106,8 @@ type Audio struct {
 	MaxFrames int
 	// Qwen2-Audio's projector is mm.a.fc; Voxtral's mm.a.mlp.1, erf GELU,
 	// mm.a.mlp.2.
-	fc, fcB, mlp1, mlp1B, mlp2, mlp2B []float32
+	fc, mlp1, mlp2    *matrix
+	fcB, mlp1B, mlp2B []float32
 }
 
 // LoadAudio reads an audio encoder's weights (ErrWeights for a missing
@@ -125,10 +128,10 @@ func LoadAudio(c *AudioConfig, w Weights) (*Audio, error) {
 	a.blocks.loadLayers(l, "a.")
 	if c.Projector == projVoxtral {
 		hidden := tensorDim(w, "mm.a.mlp.1.weight", 1)
-		a.mlp1, a.mlp1B = l.get("mm.a.mlp.1.weight", n*c.Stack, hidden, true), l.get("mm.a.mlp.1.bias", hidden, 1, false)
-		a.mlp2, a.mlp2B = l.get("mm.a.mlp.2.weight", hidden, c.ProjDim, true), l.get("mm.a.mlp.2.bias", c.ProjDim, 1, false)
+		a.mlp1, a.mlp1B = l.mat("mm.a.mlp.1.weight", n*c.Stack, hidden, true), l.get("mm.a.mlp.1.bias", hidden, 1, false)
+		a.mlp2, a.mlp2B = l.mat("mm.a.mlp.2.weight", hidden, c.ProjDim, true), l.get("mm.a.mlp.2.bias", c.ProjDim, 1, false)
 	} else {
-		a.fc, a.fcB = l.get("mm.a.fc.weight", n, c.ProjDim, true), l.get("mm.a.fc.bias", c.ProjDim, 1, true)
+		a.fc, a.fcB = l.mat("mm.a.fc.weight", n, c.ProjDim, true), l.get("mm.a.fc.bias", c.ProjDim, 1, true)
 	}
 	if l.err != nil {
 		return nil, l.err
@@ -167,40 +170,25 @@ func (a *Audio) Features(ctx context.Context, mel []float32, frames, threads int
 			x[t][e] = h[e][t] + a.pos[t*n+e]
 		}
 	}
-	if _, err := a.blocks.blocks(ctx, x, &patchGrid{}, threads); err != nil {
+	s := towerSession(threads)
+	if _, err := a.blocks.blocks(ctx, s, x, &patchGrid{}); err != nil {
 		return nil, err
 	}
 	// Average pooling of position pairs and the post-LayerNorm (in
 	// build_vit), then the projector: Qwen2-Audio's mm.a.fc of each pooled
 	// position, Voxtral's two layers over Stack of them side by side.
-	pooled := alloc2(T/2, n)
-	for o, p := range pooled {
+	in := alloc2(T/2/c.Stack, n*c.Stack)
+	for o := range T / 2 {
+		p := in[o/c.Stack][o%c.Stack*n : (o%c.Stack+1)*n]
 		for e := range p {
 			p[e] = (x[2*o][e] + x[2*o+1][e]) / 2
 		}
 		layerNorm(p, p, a.blocks.postLnW, a.blocks.postLnB, c.Eps)
 	}
-	out := alloc2(len(pooled)/c.Stack, c.ProjDim)
-	var hidden []float32
-	if a.mlp1 != nil {
-		hidden = make([]float32, len(a.mlp1)/(n*c.Stack))
+	if a.fc != nil {
+		return s.project(ctx, a.fc, a.fcB, nil, in)
 	}
-	in := make([]float32, n*c.Stack)
-	for o := range out {
-		for i := range c.Stack {
-			copy(in[i*n:(i+1)*n], pooled[o*c.Stack+i])
-		}
-		if a.mlp1 == nil {
-			project(out[o], a.fc, a.fcB, in)
-			continue
-		}
-		project(hidden, a.mlp1, a.mlp1B, in)
-		for j, h := range hidden {
-			hidden[j] = geluErf(h)
-		}
-		project(out[o], a.mlp2, a.mlp2B, hidden)
-	}
-	return out, nil
+	return s.twoLayers(ctx, a.mlp1, a.mlp1B, geluErf, a.mlp2, a.mlp2B, in)
 }
 
 // conv1d is ggml_conv_1d_ph with erf GELU after it: a kernel of 3 over the

@@ -307,7 +307,7 @@ func ParseConfig(md Metadata) (*Config, error) {
 	if ssmArch(r.arch) {
 		return parseSSM(r)
 	}
-	if r.arch == "rwkv6" || r.arch == "rwkv6qwen2" || r.arch == "rwkv7" {
+	if r.arch == "rwkv6" || r.arch == "rwkv6qwen2" || r.arch == "rwkv7" || r.arch == "arwkv7" {
 		return parseRWKV(r)
 	}
 	a, ok := archs[r.arch]

@@ -6,8 +6,8 @@
 // ernie4_5-moe, minimax-m2, dots1, hunyuan-dense, arcee, exaone4, smollm3 and
 // seed_oss (arch_attnmoe.go), and olmo, olmo2, command-r, phi2, stablelm,
 // falcon, starcoder, chatglm and gemma3n, the state-space models mamba
-// and mamba2 (ssm.go), the recurrent rwkv6, rwkv6qwen2 and rwkv7 (rwkv6.go,
-// rwkv7.go), the hybrids of attention and recurrent blocks lfm2, lfm2moe,
+// and mamba2 (ssm.go), the recurrent rwkv6, rwkv6qwen2, rwkv7 and arwkv7
+// (rwkv6.go, rwkv7.go), the hybrids of attention and recurrent blocks lfm2, lfm2moe,
 // granitehybrid, jamba and falcon-h1 (hybrid.go), nemotron_h_moe
 // (nemotronh.go), qwen3next, qwen35 and qwen35moe (deltanet.go), kimi-linear
 // (kda.go), and the encoders (encoder.go: bert, nomic-bert,
@@ -18,8 +18,11 @@
 // Qwen2.5-VL, Qwen3-VL, Pixtral / Mistral 3, SmolVLM, LFM2-VL, InternVL,
 // GLM-4.1V / GLM-4.5V, Gemma 4) on a preprocessed image, and audio.go the
 // Whisper-style encoders of Qwen2-Audio and Voxtral (whisper-enc.cpp) on a
-// log-mel input; their
-// weights are decoded to float32 and multiplied in float32.
+// log-mel input. Their linears (attention, feed-forward, projector, GLM-4V's
+// merger convolution) are the text models' products on the stored blocks
+// (below), every token of the image or input in one batch; only their small
+// tensors (norms, biases, position tables, the patch and audio convolution
+// kernels, Gemma 3's transposed input projection) are decoded to float32.
 //
 // A model is described by GGUF metadata (ParseConfig reads it the way
 // llama_model_base::load_hparams and each load_arch_hparams do, with the same

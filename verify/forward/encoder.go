@@ -356,6 +356,37 @@ func (l *encLoader) get(name string, ne0, ne1 int, required bool) []float32 {
 
 // getN reads a tensor of the given ggml shape (any rank).
 func (l *encLoader) getN(name string, shape []int, required bool) []float32 {
+	t := l.shaped(name, shape, required)
+	if t == nil {
+		return nil
+	}
+	rows := 1
+	for _, d := range shape[1:] {
+		rows *= d
+	}
+	dst := make([]float32, rows*shape[0])
+	if err := t.ReadRows(0, rows, dst); err != nil {
+		l.err = fmt.Errorf("tensor %s: %w", name, err)
+		return nil
+	}
+	return dst
+}
+
+// mat checks a weight of ne1 rows of ne0 values and returns it as a matrix
+// the products read on use (Session.mul on its stored blocks), nil when it
+// is absent and optional.
+func (l *encLoader) mat(name string, ne0, ne1 int, required bool) *matrix {
+	t := l.shaped(name, []int{ne0, ne1}, required)
+	if t == nil {
+		return nil
+	}
+	return &matrix{name: name, tensor: name, expert: -1, t: t, cols: ne0, rows: ne1}
+}
+
+// shaped returns the tensor name when it has the given ggml shape; nil
+// when it is absent, l.err set too when it is required or of another
+// shape.
+func (l *encLoader) shaped(name string, shape []int, required bool) Tensor {
 	if l.err != nil {
 		return nil
 	}
@@ -367,23 +398,15 @@ func (l *encLoader) getN(name string, shape []int, required bool) []float32 {
 		return nil
 	}
 	s := t.Shape()
-	rows, okShape := 1, len(s) == len(shape)
+	okShape := len(s) == len(shape)
 	for i := 0; okShape && i < len(s); i++ {
 		okShape = s[i] == int64(shape[i])
-		if i > 0 {
-			rows *= shape[i]
-		}
 	}
 	if !okShape {
 		l.err = fmt.Errorf("%w: tensor %s has shape %v, want %v", ErrWeights, name, s, shape)
 		return nil
 	}
-	dst := make([]float32, rows*shape[0])
-	if err := t.ReadRows(0, rows, dst); err != nil {
-		l.err = fmt.Errorf("tensor %s: %w", name, err)
-		return nil
-	}
-	return dst
+	return t
 }
 
 // linear writes W·x + b for W of len(out) rows of len(x) values.

@@ -20,13 +20,19 @@ import (
 // gate; then the channel mix relu(K·x)² → V. The recurrent state (the two
 // token shifts and the WKV state) replaces the attention cache, rebuilt
 // from the kept tokens after a Truncate as for Mamba.
+//
+// ARWKV-7 (src/models/arwkv7.cpp) runs the same time mix in a Qwen2 body:
+// RMS norms, no token-embedding norm, one token shift, the gate (g1/g2, a
+// sixth lerp) and the group norm (time_mix_ln) optional, and a SwiGLU
+// feed-forward in place of the channel mix.
 
 // rwkvConfig holds RWKV-6's and RWKV-7's sizes (llama_hparams'
 // wkv_head_size, RWKV-7's LoRA ranks, RWKV-6's extra dims and rescaling).
 type rwkvConfig struct {
-	// v6 is set for rwkv6 and rwkv6qwen2, qwen2 for rwkv6qwen2 (QRWKV-6:
-	// RMS norms, one token shift, grouped keys and values, gated linear
-	// attention, a SwiGLU feed-forward).
+	// v6 is set for rwkv6 and rwkv6qwen2, qwen2 for the Qwen2 bodies
+	// rwkv6qwen2 (QRWKV-6: RMS norms, one token shift, grouped keys and
+	// values, gated linear attention, a SwiGLU feed-forward) and arwkv7
+	// (ARWKV-7: RWKV-7's time mix, RMS norms, one token shift, SwiGLU).
 	v6, qwen2                      bool
 	headSize                       int
 	loraDecay, loraICLR, loraValue int
@@ -36,8 +42,9 @@ type rwkvConfig struct {
 	mixExtra, decayExtra, rescale int
 }
 
-// parseRWKV mirrors load_arch_hparams of llama_model_rwkv6 and
-// llama_model_rwkv7 and the checks of their tensors and graphs.
+// parseRWKV mirrors load_arch_hparams of llama_model_rwkv6,
+// llama_model_rwkv6qwen2, llama_model_rwkv7 and llama_model_arwkv7 and the
+// checks of their tensors and graphs.
 func parseRWKV(r *kvReader) (*Config, error) {
 	c := &Config{Arch: r.arch, arch: &archInfo{norm: normLayer}}
 	for _, k := range []struct {
@@ -52,11 +59,13 @@ func parseRWKV(r *kvReader) (*Config, error) {
 	if c.Layers <= 0 || c.Layers > maxLayers {
 		return nil, fmt.Errorf("%w: %s = %d (must be 1..%d)", ErrMetadata, r.key(gguf.SuffixBlockCount), c.Layers, maxLayers)
 	}
-	rc := &rwkvConfig{v6: r.arch != "rwkv7", qwen2: r.arch == "rwkv6qwen2"}
+	rc := &rwkvConfig{v6: r.arch == "rwkv6" || r.arch == "rwkv6qwen2", qwen2: r.arch == "rwkv6qwen2" || r.arch == "arwkv7"}
 	epsKey := "attention.layer_norm_epsilon"
 	if rc.qwen2 {
 		c.arch.norm = normRMS
 		epsKey = "attention.layer_norm_rms_epsilon"
+	}
+	if rc.qwen2 && rc.v6 {
 		if _, err := r.u32(r.key("attention.head_count_kv"), &c.HeadsKV, false); err != nil {
 			return nil, err
 		}
@@ -113,6 +122,9 @@ func parseRWKV(r *kvReader) (*Config, error) {
 		}
 	}
 	for _, v := range sizes {
+		if v.name == "attention.gate_lora_rank" && rc.qwen2 && *v.n == 0 {
+			continue // arwkv7 without a gate (no g1/g2)
+		}
 		if *v.n <= 0 || *v.n > maxDim {
 			if v.name == "attention.gate_lora_rank" {
 				return nil, fmt.Errorf("%w: %s = %d: RWKV-7 without a gate is not supported", ErrUnsupported, r.key(v.name), *v.n)
@@ -136,9 +148,14 @@ func parseRWKV(r *kvReader) (*Config, error) {
 	return c, nil
 }
 
-// rwkv7Tensors is load_arch_tensors of rwkv7.
-func (c *Config) rwkv7Tensors() []TensorSpec {
+// rwkv7Tensors is load_arch_tensors of rwkv7, or of arwkv7 (rc.qwen2);
+// present says which names the model has (arwkv7's lerps are six with the
+// gate, five without).
+func (c *Config) rwkv7Tensors(present func(string) bool) []TensorSpec {
 	rc := c.rwkv
+	if rc.qwen2 {
+		return c.arwkv7Tensors(present)
+	}
 	e, v, ff := int64(c.Embd), int64(c.Vocab), int64(c.FF)
 	rd, ri, rv, rg := int64(rc.loraDecay), int64(rc.loraICLR), int64(rc.loraValue), int64(rc.loraGate)
 	out := []TensorSpec{
@@ -190,13 +207,69 @@ func (c *Config) rwkv7Tensors() []TensorSpec {
 	return out
 }
 
-// rwkv7Layer holds one RWKV-7 block's weights.
+// arwkv7Tensors is load_arch_tensors of arwkv7.
+func (c *Config) arwkv7Tensors(present func(string) bool) []TensorSpec {
+	rc := c.rwkv
+	e, v, ff := int64(c.Embd), int64(c.Vocab), int64(c.FF)
+	rd, ri, rv, rg := int64(rc.loraDecay), int64(rc.loraICLR), int64(rc.loraValue), int64(rc.loraGate)
+	out := []TensorSpec{
+		{Name: "token_embd.weight", Shape: []int64{e, v}},
+		{Name: "output_norm.weight", Shape: []int64{e}},
+		{Name: "output.weight", Shape: []int64{e, v}},
+	}
+	for il := range c.Layers {
+		name := func(n string) string { return fmt.Sprintf("blk.%d.%s", il, n) }
+		b := func(n string, optional bool, shape ...int64) {
+			out = append(out, TensorSpec{Name: name(n), Shape: shape, Optional: optional})
+		}
+		b("attn_norm.weight", false, e)
+		b("time_mix_w0.weight", false, e)
+		b("time_mix_w1.weight", false, e, rd)
+		b("time_mix_w2.weight", false, rd, e)
+		b("time_mix_a0.weight", false, e)
+		b("time_mix_a1.weight", false, e, ri)
+		b("time_mix_a2.weight", false, ri, e)
+		lv := rv
+		if il == 0 {
+			lv = ri // block 0's are unused, shaped as a1/a2
+		}
+		b("time_mix_v0.weight", false, e)
+		b("time_mix_v1.weight", false, e, lv)
+		b("time_mix_v2.weight", false, lv, e)
+		b("time_mix_g1.weight", true, e, rg)
+		b("time_mix_g2.weight", true, rg, e)
+		// llama.cpp tries six lerps, then five ("ARWKV models may not have
+		// gate tensors"); the graph reads the sixth when g1 and g2 exist.
+		lerps := int64(5)
+		if present(name("time_mix_g1.weight")) && present(name("time_mix_g2.weight")) {
+			lerps = 6
+		}
+		b("time_mix_lerp_fused.weight", false, e, 1, 1, lerps)
+		b("time_mix_k_k.weight", false, e)
+		b("time_mix_k_a.weight", false, e)
+		b("time_mix_r_k.weight", false, e)
+		b("time_mix_key.weight", false, e, e)
+		b("time_mix_value.weight", false, e, e)
+		b("time_mix_receptance.weight", false, e, e)
+		b("time_mix_ln.weight", true, e)
+		b("time_mix_ln.bias", true, e)
+		b("time_mix_output.weight", false, e, e)
+		b("ffn_norm.weight", false, e)
+		b("ffn_gate.weight", false, e, ff)
+		b("ffn_down.weight", false, ff, e)
+		b("ffn_up.weight", false, e, ff)
+	}
+	return out
+}
+
+// rwkv7Layer holds one RWKV-7 or ARWKV-7 block's weights.
 type rwkv7Layer struct {
 	attnNorm, attnNormB, ffnNorm, ffnNormB []float32
-	w0, a0, v0, kK, kA, rK, lnX, lnXB      []float32
-	lerp, cmLerpK                          []float32 // [6][embd], [embd]
-	w1, w2, a1, a2, v1, v2, g1, g2         *matrix
+	w0, a0, v0, kK, kA, rK, lnX, lnXB      []float32 // lnX, lnXB: nil without the group norm (arwkv7)
+	lerp, cmLerpK                          []float32 // [6][embd] ([5][embd] without the gate), [embd]
+	w1, w2, a1, a2, v1, v2, g1, g2         *matrix   // g1, g2: nil without the gate (arwkv7)
 	key, value, recept, out, cmKey, cmVal  *matrix
+	ffnGate, ffnUp, ffnDown                *matrix // arwkv7's SwiGLU
 }
 
 // vecRef and matRef name a tensor to load into a vector or a matrix.
@@ -245,7 +318,8 @@ func loadRWKVModel(cfg *Config, w Weights, threads int, specs []TensorSpec, m *M
 	return m, nil
 }
 
-// loadRWKV7 reads an RWKV-7 model's tensors (shapes checked by l).
+// loadRWKV7 reads an RWKV-7 or ARWKV-7 model's tensors (shapes checked by
+// the loader).
 func loadRWKV7(cfg *Config, w Weights, threads int) (*Model, error) {
 	m := &Model{rwkv: make([]rwkv7Layer, cfg.Layers)}
 	var vecs []vecRef
@@ -253,8 +327,12 @@ func loadRWKV7(cfg *Config, w Weights, threads int) (*Model, error) {
 	for il := range m.rwkv {
 		ly := &m.rwkv[il]
 		b := func(s string) string { return fmt.Sprintf("blk.%d.%s", il, s) }
+		ffnNorm := b("attn_norm_2.weight")
+		if cfg.rwkv.qwen2 {
+			ffnNorm = b("ffn_norm.weight")
+		}
 		vecs = append(vecs, []vecRef{{&ly.attnNorm, b("attn_norm.weight")}, {&ly.attnNormB, b("attn_norm.bias")},
-			{&ly.ffnNorm, b("attn_norm_2.weight")}, {&ly.ffnNormB, b("attn_norm_2.bias")},
+			{&ly.ffnNorm, ffnNorm}, {&ly.ffnNormB, b("attn_norm_2.bias")},
 			{&ly.w0, b("time_mix_w0.weight")}, {&ly.a0, b("time_mix_a0.weight")}, {&ly.v0, b("time_mix_v0.weight")},
 			{&ly.kK, b("time_mix_k_k.weight")}, {&ly.kA, b("time_mix_k_a.weight")}, {&ly.rK, b("time_mix_r_k.weight")},
 			{&ly.lnX, b("time_mix_ln.weight")}, {&ly.lnXB, b("time_mix_ln.bias")},
@@ -264,9 +342,11 @@ func loadRWKV7(cfg *Config, w Weights, threads int) (*Model, error) {
 			{&ly.v2, b("time_mix_v2.weight")}, {&ly.g1, b("time_mix_g1.weight")}, {&ly.g2, b("time_mix_g2.weight")},
 			{&ly.key, b("time_mix_key.weight")}, {&ly.value, b("time_mix_value.weight")},
 			{&ly.recept, b("time_mix_receptance.weight")}, {&ly.out, b("time_mix_output.weight")},
-			{&ly.cmKey, b("channel_mix_key.weight")}, {&ly.cmVal, b("channel_mix_value.weight")}}...)
+			{&ly.cmKey, b("channel_mix_key.weight")}, {&ly.cmVal, b("channel_mix_value.weight")},
+			{&ly.ffnGate, b("ffn_gate.weight")}, {&ly.ffnUp, b("ffn_up.weight")}, {&ly.ffnDown, b("ffn_down.weight")}}...)
 	}
-	return loadRWKVModel(cfg, w, threads, cfg.rwkv7Tensors(), m, vecs, mats)
+	present := func(name string) bool { _, ok := w.Tensor(name); return ok }
+	return loadRWKVModel(cfg, w, threads, cfg.rwkv7Tensors(present), m, vecs, mats)
 }
 
 // rwkvState is a session's recurrent state: per layer the two token
@@ -358,8 +438,9 @@ func tokenShift(cur [][]float32, shift, lerp []float32, mix [][][]float32) {
 	copy(shift, cur[len(cur)-1])
 }
 
-// rwkv7Block is one block: x += time_mix(ln1(x)); x += channel_mix(ln2(x)).
-// It returns block 0's values (v_first).
+// rwkv7Block is one block: x += time_mix(ln1(x)); x += channel_mix(ln2(x))
+// (arwkv7: RMS norms and x += swiglu(rms(x))). It returns block 0's values
+// (v_first).
 func (s *Session) rwkv7Block(ctx context.Context, il int, x, vFirst [][]float32) ([][]float32, error) {
 	c, hs := s.m.cfg, s.m.cfg.rwkv.headSize
 	ly := &s.m.rwkv[il]
@@ -367,9 +448,13 @@ func (s *Session) rwkv7Block(ctx context.Context, il int, x, vFirst [][]float32)
 	shift := s.rwkv.shift[il]
 	att := rows(n, e)
 	for t := range x {
-		layerNorm(att[t], x[t], ly.attnNorm, ly.attnNormB, c.NormEps)
+		s.norm(att[t], x[t], ly.attnNorm, ly.attnNormB)
 	}
-	mix := make([][][]float32, 6) // r, w, k, v, a, g
+	gated := ly.g1 != nil && ly.g2 != nil
+	mix := make([][][]float32, 5, 6) // r, w, k, v, a, g
+	if gated {
+		mix = mix[:6]
+	}
 	for j := range mix {
 		mix[j] = rows(n, e)
 	}
@@ -393,9 +478,11 @@ func (s *Session) rwkv7Block(ctx context.Context, il int, x, vFirst [][]float32)
 	if err != nil {
 		return nil, err
 	}
-	g, err := s.lora(ctx, ly.g1, ly.g2, sigmoid, mix[5])
-	if err != nil {
-		return nil, err
+	var g [][]float32
+	if gated {
+		if g, err = s.lora(ctx, ly.g1, ly.g2, sigmoid, mix[5]); err != nil {
+			return nil, err
+		}
 	}
 	var vMix [][]float32
 	if vFirst == nil {
@@ -432,13 +519,21 @@ func (s *Session) rwkv7Block(ctx context.Context, il int, x, vFirst [][]float32)
 	for t := range y {
 		for h := 0; h < e; h += hs {
 			yh := y[t][h : h+hs]
-			layerNorm(yh, yh, nil, nil, 64e-5) // the group norm, one group per head
+			if ly.lnX != nil && ly.lnXB != nil {
+				layerNorm(yh, yh, nil, nil, 64e-5) // the group norm, one group per head
+				for i := h; i < h+hs; i++ {
+					y[t][i] = y[t][i]*ly.lnX[i] + ly.lnXB[i]
+				}
+			}
 			var rk float32
 			for i := h; i < h+hs; i++ {
 				rk += k[t][i] * r[t][i] * ly.rK[i]
 			}
 			for i := h; i < h+hs; i++ {
-				y[t][i] = ((y[t][i]*ly.lnX[i] + ly.lnXB[i]) + v[t][i]*rk) * g[t][i]
+				y[t][i] += v[t][i] * rk
+				if gated {
+					y[t][i] *= g[t][i]
+				}
 			}
 		}
 	}
@@ -451,7 +546,18 @@ func (s *Session) rwkv7Block(ctx context.Context, il int, x, vFirst [][]float32)
 		for i := range x[t] {
 			x[t][i] += out[t][i]
 		}
-		layerNorm(ffn[t], x[t], ly.ffnNorm, ly.ffnNormB, c.NormEps)
+		s.norm(ffn[t], x[t], ly.ffnNorm, ly.ffnNormB)
+	}
+	if ly.ffnGate != nil {
+		if err := s.swiglu(ctx, ly.ffnGate, ly.ffnUp, ly.ffnDown, ffn, out); err != nil {
+			return nil, err
+		}
+		for t := range x {
+			for i := range x[t] {
+				x[t][i] += out[t][i]
+			}
+		}
+		return vFirst, nil
 	}
 	xk := [][][]float32{rows(n, e)}
 	tokenShift(ffn, shift[e:], ly.cmLerpK, xk)

@@ -10,7 +10,7 @@ import (
 // the logits of the uncut run (to float32 rounding: the products batch the
 // rows differently).
 func TestRecurrentTruncate(t *testing.T) {
-	for _, fixture := range []string{"mamba2", "rwkv7", "rwkv6", "rwkv6qwen2", "lfm2", "qwen35", "falconh1", "kimilinear", "nemotronhmoe"} {
+	for _, fixture := range []string{"mamba2", "rwkv7", "rwkv6", "rwkv6qwen2", "arwkv7", "lfm2", "qwen35", "falconh1", "kimilinear", "nemotronhmoe"} {
 		t.Run(fixture, func(t *testing.T) {
 			t.Parallel()
 			ids := readTransformersLogits(t, logitsOf(fixture)).PromptIDs

@@ -2,7 +2,7 @@ package forward
 
 import "testing"
 
-// TestSSMFamilies runs Mamba, Falcon-Mamba, Mamba-2, RWKV-7, RWKV-6 and
+// TestSSMFamilies runs Mamba, Falcon-Mamba, Mamba-2, RWKV-7, RWKV-6, ARWKV-7 and
 // the hybrids (Nemotron-H's blocks of one kind each among them) of attention and recurrent blocks on their convert fixtures
 // and compares the logits with transformers' (within 1e-5 relative, as the
 // attention families here).
@@ -23,6 +23,8 @@ func TestSSMFamilies(t *testing.T) {
 		{"rwkv7fla", "rwkv7", 1e-5},
 		{"rwkv6", "rwkv6", 1e-5},
 		{"rwkv6qwen2", "rwkv6qwen2", 1e-5},
+		{"arwkv7", "arwkv7", 1e-5},
+		{"arwkv7gate", "arwkv7", 1e-5},
 		{"lfm2", "lfm2", 1e-5},
 		{"lfm2moe", "lfm2moe", 1e-5},
 		{"qwen3next", "qwen3next", 1e-5},

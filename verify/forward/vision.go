@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/ggufkit/ggufkit/gguf"
 )
 
 // Vision towers of multimodal projector files (general.architecture clip),
@@ -247,13 +249,14 @@ func NormalizeImage(rgb []byte, width, height int, mean, std [3]float32) (*Image
 	return img, nil
 }
 
-// visionLayer is one block's weights (matrices as out rows of in values).
+// visionLayer is one block's weights: its linears as matrices multiplied on
+// their stored blocks, the rest decoded.
 type visionLayer struct {
 	ln1W, ln1B, ln2W, ln2B []float32
-	q, k, v, o             []float32
+	q, k, v, o             *matrix
 	qB, kB, vB, oB         []float32
-	up, upB, gate, gateB   []float32
-	down, downB            []float32
+	up, gate, down         *matrix
+	upB, gateB, downB      []float32
 	// ls1 and ls2 scale the attention's and the feed-forward's outputs
 	// (InternVL's layer scales; nil without).
 	ls1, ls2 []float32
@@ -290,30 +293,108 @@ func loadClamp(l *encLoader, base string) *clampRange {
 	return cr
 }
 
-// projectClamped is project between cr's clamps (project alone for nil).
-func projectClamped(out, w, b, x []float32, cr *clampRange) {
-	if cr == nil {
-		project(out, w, b, x)
-		return
+// towerSession is a Session without a model for a tower's products
+// (Session.mul on the stored blocks, spread over threads goroutines).
+func towerSession(threads int) *Session {
+	return &Session{m: &Model{threads: max(1, threads)}}
+}
+
+// project returns W·x[t] + b for every row of x, W multiplied on its stored
+// blocks (Session.mul); with cr (Gemma 4's clippable linears) the inputs
+// and the outputs are clamped to its bounds.
+func (s *Session) project(ctx context.Context, w *matrix, b []float32, cr *clampRange, x [][]float32) ([][]float32, error) {
+	if cr != nil {
+		in := rows(len(x), w.cols)
+		for t, row := range x {
+			for i, v := range row[:w.cols] {
+				in[t][i] = min(max(v, cr.inMin), cr.inMax)
+			}
+		}
+		x = in
 	}
-	in := make([]float32, len(x))
-	for i, v := range x {
-		in[i] = min(max(v, cr.inMin), cr.inMax)
+	out := rows(len(x), w.rows)
+	if err := s.mul(ctx, w, b, x, out); err != nil {
+		return nil, err
 	}
-	project(out, w, b, in)
-	for i, v := range out {
-		out[i] = min(max(v, cr.outMin), cr.outMax)
+	if cr != nil {
+		for _, row := range out {
+			for i, v := range row {
+				row[i] = min(max(v, cr.outMin), cr.outMax)
+			}
+		}
 	}
+	return out, nil
+}
+
+// kernel checks a convolution kernel of the given ggml shape and returns
+// it as the matrix of its outputs (the last dimension), each a row of all
+// the other dimensions' values, read on use like mat's.
+func (l *encLoader) kernel(name string, shape []int, required bool) *matrix {
+	t := l.shaped(name, shape, required)
+	if t == nil {
+		return nil
+	}
+	outs := shape[len(shape)-1]
+	per := 1 // stored rows (of shape[0] values) per output
+	for _, d := range shape[1 : len(shape)-1] {
+		per *= d
+	}
+	t = kernelRows(t, per)
+	return &matrix{name: name, tensor: name, expert: -1, t: t, cols: per * shape[0], rows: outs}
+}
+
+// kernelRows serves t as rows of per stored rows each: contiguous values,
+// and for a block tensor contiguous bytes (its rows are whole blocks).
+func kernelRows(t Tensor, per int) Tensor {
+	g := rowGroups{t, per}
+	if bt, ok := t.(blockTensor); ok {
+		return blockRowGroups{g, bt}
+	}
+	return g
+}
+
+// rowGroups is a Tensor of rows of per rows of the underlying one.
+type rowGroups struct {
+	t   Tensor
+	per int
+}
+
+func (g rowGroups) Shape() []int64 {
+	s := g.t.Shape()
+	n := int64(1)
+	for _, d := range s[1:] {
+		n *= d
+	}
+	return []int64{s[0] * int64(g.per), n / int64(g.per)}
+}
+
+func (g rowGroups) ReadRows(r0, n int, dst []float32) error {
+	return g.t.ReadRows(r0*g.per, n*g.per, dst)
+}
+
+type blockRowGroups struct {
+	rowGroups
+	bt blockTensor
+}
+
+func (g blockRowGroups) blockType() gguf.Type { return g.bt.blockType() }
+
+func (g blockRowGroups) blockRows(r0, n int) ([]byte, error) {
+	return g.bt.blockRows(r0*g.per, n*g.per)
 }
 
 // merger is a Qwen tower's patch merger: each 2×2 block's four states side
 // by side, through a LayerNorm of them all when normW is set (Qwen3-VL's
 // deepstack mergers), fc1, GELU and fc2.
 type merger struct {
-	normW, normB, fc1, fc1B, fc2, fc2B []float32
+	normW, normB, fc1B, fc2B []float32
+	fc1, fc2                 *matrix
 }
 
-// Vision is a vision tower with its projector, weights decoded to float32.
+// Vision is a vision tower with its projector: the linears' weights read
+// on use from their stored blocks (Weights, a GGUF's memory map), the
+// small tensors (norms, biases, position tables, patch kernels, Gemma 3's
+// input projection) decoded to float32.
 type Vision struct {
 	Config *VisionConfig
 	// patch[1] is the Qwen towers' second temporal kernel, [E][3][P][P] each.
@@ -325,15 +406,19 @@ type Vision struct {
 	preLnW, preLnB   []float32
 	postLnW, postLnB []float32
 	layers           []visionLayer
-	// Gemma 3: soft-embedding norm and input projection ([E][D]).
+	// Gemma 3: soft-embedding norm and input projection ([E][D], rows
+	// of the output's width: decoded, not a matrix of the products).
 	softEmbNorm, inputProj []float32
+	// inputProjM is Gemma 4's input projection.
+	inputProjM *matrix
 	// qwenMerger is the Qwen towers' (mm.0, mm.2).
 	qwenMerger *merger
 	// SmolVLM's projection of the shuffled patches (mm.model.fc); LFM2-VL
 	// has mm.1 and mm.2 after an optional LayerNorm (mm.input_norm),
 	// InternVL the same after mm.model.mlp.0 (its mm.1 and mm.2 are
 	// mm.model.mlp.1 and .3).
-	mmFC, inNormW, inNormB []float32
+	mmFC             *matrix
+	inNormW, inNormB []float32
 	// classEmbd is InternVL's class token, appended after the patches.
 	classEmbd []float32
 	// Gemma 4: the input projection's clamps and the optional
@@ -346,17 +431,20 @@ type Vision struct {
 	// convolution ([Merge][Merge][E][M] in ggml order) and its bias, and
 	// the projector: mm.model.fc, the LayerNorm mm.post_norm, then a
 	// SwiGLU of mm.up / mm.gate / mm.down.
-	normEmbd, glmMerger, glmMergerB      []float32
-	postNormW, postNormB                 []float32
-	projUp, projUpB, projGate, projGateB []float32
-	projDown, projDownB                  []float32
-	glmMergerOut, glmFCOut, glmFF        int
+	normEmbd, glmMergerB          []float32
+	glmMerger                     *matrix
+	postNormW, postNormB          []float32
+	projUp, projGate, projDown    *matrix
+	projUpB, projGateB, projDownB []float32
+	glmMergerOut, glmFCOut, glmFF int
 	// Pixtral's projector (mm.1, mm.2), Mistral 3's norm and patch merger
 	// before it, and the [IMG_BREAK] embedding that ends each row of image
 	// tokens but the last.
-	mm1, mm1B, mm2, mm2B []float32
-	merger, mergerNorm   []float32
-	imgBreak             []float32
+	mm1, mm2   *matrix
+	mm1B, mm2B []float32
+	merger     *matrix
+	mergerNorm []float32
+	imgBreak   []float32
 	// rms: the blocks' norms are RMS norms (Qwen2.5-VL, Pixtral).
 	rms bool
 }
@@ -381,7 +469,7 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		side := c.ImageSize / p
 		v.pos = l.get("v.position_embd.weight", n, side*side, true)
 		if c.Projector == projIdefics {
-			v.mmFC = l.get("mm.model.fc.weight", n*c.Merge*c.Merge, d, true)
+			v.mmFC = l.mat("mm.model.fc.weight", n*c.Merge*c.Merge, d, true)
 			break
 		}
 		v.softEmbNorm = l.get("mm.soft_emb_norm.weight", n, 1, true)
@@ -392,19 +480,19 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		v.loadSquarePositions(l)
 		k := c.Merge
 		v.glmMergerOut = tensorDim(w, "mm.patch_merger.weight", 3)
-		v.glmMerger = l.getN("mm.patch_merger.weight", []int{k, k, n, v.glmMergerOut}, true)
+		v.glmMerger = l.kernel("mm.patch_merger.weight", []int{k, k, n, v.glmMergerOut}, true)
 		v.glmMergerB = l.get("mm.patch_merger.bias", v.glmMergerOut, 1, true)
 		v.glmFCOut = tensorDim(w, "mm.model.fc.weight", 1)
-		v.mmFC = l.get("mm.model.fc.weight", v.glmMergerOut, v.glmFCOut, true)
+		v.mmFC = l.mat("mm.model.fc.weight", v.glmMergerOut, v.glmFCOut, true)
 		v.postNormW, v.postNormB = l.get("mm.post_norm.weight", v.glmFCOut, 1, true), l.get("mm.post_norm.bias", v.glmFCOut, 1, false)
 		v.glmFF = tensorDim(w, "mm.up.weight", 1)
-		v.projUp, v.projUpB = l.get("mm.up.weight", v.glmFCOut, v.glmFF, true), l.get("mm.up.bias", v.glmFF, 1, false)
-		v.projGate, v.projGateB = l.get("mm.gate.weight", v.glmFCOut, v.glmFF, true), l.get("mm.gate.bias", v.glmFF, 1, false)
-		v.projDown, v.projDownB = l.get("mm.down.weight", v.glmFF, d, true), l.get("mm.down.bias", d, 1, false)
+		v.projUp, v.projUpB = l.mat("mm.up.weight", v.glmFCOut, v.glmFF, true), l.get("mm.up.bias", v.glmFF, 1, false)
+		v.projGate, v.projGateB = l.mat("mm.gate.weight", v.glmFCOut, v.glmFF, true), l.get("mm.gate.bias", v.glmFF, 1, false)
+		v.projDown, v.projDownB = l.mat("mm.down.weight", v.glmFF, d, true), l.get("mm.down.bias", d, 1, false)
 	case projGemma4V:
 		size := tensorDim(w, "v.position_embd.weight", 1)
 		v.pos, v.posTable = l.getN("v.position_embd.weight", []int{n, size, 2}, true), size
-		v.inputProj = l.get("mm.input_projection.weight", n, d, true)
+		v.inputProjM = l.mat("mm.input_projection.weight", n, d, true)
 		v.inputProjC = loadClamp(l, "mm.input_projection")
 		v.stdBias, v.stdScale = l.get("v.std_bias", n, 1, false), l.get("v.std_scale", n, 1, false)
 	case projLFM2, projIntern:
@@ -421,8 +509,8 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 		required := c.Projector == projIntern
 		v.inNormW, v.inNormB = l.get(norm+"weight", m, 1, required), l.get(norm+"bias", m, 1, required)
 		hidden := tensorDim(w, fc1+"weight", 1)
-		v.mm1, v.mm1B = l.get(fc1+"weight", m, hidden, true), l.get(fc1+"bias", hidden, 1, true)
-		v.mm2, v.mm2B = l.get(fc2+"weight", hidden, d, true), l.get(fc2+"bias", d, 1, true)
+		v.mm1, v.mm1B = l.mat(fc1+"weight", m, hidden, true), l.get(fc1+"bias", hidden, 1, true)
+		v.mm2, v.mm2B = l.mat(fc2+"weight", hidden, d, true), l.get(fc2+"bias", d, 1, true)
 	case projQwen2, projQwen25, projQwen3:
 		v.patch[1] = l.getN("v.patch_embd.weight.1", []int{p, p, 3, n}, true)
 		v.qwenMerger = loadMerger(l, "mm.", "", "0", "2", n, d)
@@ -430,12 +518,12 @@ func LoadVision(c *VisionConfig, w Weights) (*Vision, error) {
 			v.loadSquarePositions(l)
 		}
 	case projPixtral:
-		v.mm1, v.mm1B = l.get("mm.1.weight", n, d, true), l.get("mm.1.bias", d, 1, false)
-		v.mm2, v.mm2B = l.get("mm.2.weight", d, d, true), l.get("mm.2.bias", d, 1, false)
+		v.mm1, v.mm1B = l.mat("mm.1.weight", n, d, true), l.get("mm.1.bias", d, 1, false)
+		v.mm2, v.mm2B = l.mat("mm.2.weight", d, d, true), l.get("mm.2.bias", d, 1, false)
 		v.imgBreak = l.get("v.token_embd.img_break", d, 1, false)
 		if _, ok := w.Tensor("mm.patch_merger.weight"); ok {
 			v.mergerNorm = l.get("mm.input_norm.weight", n, 1, true)
-			v.merger = l.get("mm.patch_merger.weight", n*c.Merge*c.Merge, n, true)
+			v.merger = l.mat("mm.patch_merger.weight", n*c.Merge*c.Merge, n, true)
 		}
 	}
 	if l.err != nil {
@@ -457,9 +545,14 @@ func (v *Vision) loadLayers(l *encLoader, prefix string) {
 		L.ln2W, L.ln2B = l.get(b+"ln2.weight", n, 1, true), l.get(b+"ln2.bias", n, 1, false)
 		if c.Projector == projQwen3 || c.Projector == projGLM4V {
 			// build_qkv's views of the fused output: q, k, v in turn.
-			qkv, qkvB := l.get(b+"attn_qkv.weight", n, 3*n, true), l.get(b+"attn_qkv.bias", 3*n, 1, c.Projector == projQwen3)
+			qkv, qkvB := l.mat(b+"attn_qkv.weight", n, 3*n, true), l.get(b+"attn_qkv.bias", 3*n, 1, c.Projector == projQwen3)
 			if qkv != nil {
-				L.q, L.k, L.v = qkv[:n*n], qkv[n*n:2*n*n], qkv[2*n*n:]
+				part := func(i int) *matrix {
+					m := *qkv
+					m.rows, m.off = n, i*n
+					return &m
+				}
+				L.q, L.k, L.v = part(0), part(1), part(2)
 			}
 			if qkvB != nil {
 				L.qB, L.kB, L.vB = qkvB[:n], qkvB[n:2*n], qkvB[2*n:]
@@ -468,11 +561,11 @@ func (v *Vision) loadLayers(l *encLoader, prefix string) {
 				L.deepstack = loadMerger(l, fmt.Sprintf("%sdeepstack.%d.", prefix, i), "norm", "fc1", "fc2", n, c.ProjDim)
 			}
 		} else {
-			L.q, L.qB = l.get(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
-			L.k, L.kB = l.get(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
-			L.v, L.vB = l.get(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
+			L.q, L.qB = l.mat(b+"attn_q.weight", n, n, true), l.get(b+"attn_q.bias", n, 1, false)
+			L.k, L.kB = l.mat(b+"attn_k.weight", n, n, true), l.get(b+"attn_k.bias", n, 1, false)
+			L.v, L.vB = l.mat(b+"attn_v.weight", n, n, true), l.get(b+"attn_v.bias", n, 1, false)
 		}
-		L.o, L.oB = l.get(b+"attn_out.weight", n, n, true), l.get(b+"attn_out.bias", n, 1, false)
+		L.o, L.oB = l.mat(b+"attn_out.weight", n, n, true), l.get(b+"attn_out.bias", n, 1, false)
 		up, down := b+"ffn_up", b+"ffn_down"
 		if t, ok := l.w.Tensor(down + ".weight"); ok && legacyFFNNames[c.Projector] && t.Shape()[0] == int64(n) {
 			// Files of llama.cpp's older scripts name fc1 ffn_down and fc2
@@ -480,9 +573,9 @@ func (v *Vision) loadLayers(l *encLoader, prefix string) {
 			// embedding_length long (also, as it does, when FF equals it).
 			up, down = down, up
 		}
-		L.up, L.upB = l.get(up+".weight", n, ff, true), l.get(up+".bias", ff, 1, false)
-		L.gate, L.gateB = l.get(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
-		L.down, L.downB = l.get(down+".weight", ff, n, true), l.get(down+".bias", n, 1, false)
+		L.up, L.upB = l.mat(up+".weight", n, ff, true), l.get(up+".bias", ff, 1, false)
+		L.gate, L.gateB = l.mat(b+"ffn_gate.weight", n, ff, false), l.get(b+"ffn_gate.bias", ff, 1, false)
+		L.down, L.downB = l.mat(down+".weight", ff, n, true), l.get(down+".bias", n, 1, false)
 		L.ls1, L.ls2 = l.get(b+"ls1.weight", n, 1, false), l.get(b+"ls2.weight", n, 1, false)
 		if c.Projector == projGemma4V {
 			hd := n / c.Heads
@@ -528,8 +621,8 @@ var legacyFFNNames = map[string]bool{projGemma3: true, projQwen2: true, projQwen
 func loadMerger(l *encLoader, prefix, norm, fc1, fc2 string, n, d int) *merger {
 	m := 4 * n
 	mg := &merger{
-		fc1: l.get(prefix+fc1+".weight", m, m, true), fc1B: l.get(prefix+fc1+".bias", m, 1, true),
-		fc2: l.get(prefix+fc2+".weight", m, d, true), fc2B: l.get(prefix+fc2+".bias", d, 1, true),
+		fc1: l.mat(prefix+fc1+".weight", m, m, true), fc1B: l.get(prefix+fc1+".bias", m, 1, true),
+		fc2: l.mat(prefix+fc2+".weight", m, d, true), fc2B: l.get(prefix+fc2+".bias", d, 1, true),
 	}
 	if norm != "" {
 		mg.normW, mg.normB = l.get(prefix+norm+".weight", m, 1, true), l.get(prefix+norm+".bias", m, 1, true)
@@ -615,7 +708,8 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 			v.norm(x[t], x[t], v.preLnW, v.preLnB)
 		}
 	}
-	deep, err := v.blocks(ctx, x, g, threads)
+	s := towerSession(threads)
+	deep, err := v.blocks(ctx, s, x, g)
 	if err != nil {
 		return nil, err
 	}
@@ -628,13 +722,16 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 	case projGemma3:
 		return v.gemma3Projector(x, g), nil
 	case projIdefics, projLFM2, projIntern:
-		return v.shuffleProjector(x[:g.nx*g.ny], g), nil
+		return v.shuffleProjector(ctx, s, x[:g.nx*g.ny], g)
 	case projGLM4V:
-		return v.glm4vProjector(x), nil
+		return v.glm4vProjector(ctx, s, x)
 	case projGemma4V:
-		return v.gemma4Projector(x, g), nil
+		return v.gemma4Projector(ctx, s, x, g)
 	case projQwen2, projQwen25, projQwen3:
-		out := v.merge(x, v.qwenMerger)
+		out, err := v.merge(ctx, s, x, v.qwenMerger)
+		if err != nil {
+			return nil, err
+		}
 		// Qwen3-VL's deepstack features follow each token's own
 		// (ggml_concat along the features).
 		for _, ds := range deep {
@@ -644,7 +741,7 @@ func (v *Vision) Features(ctx context.Context, img *Image, threads int) ([][]flo
 		}
 		return out, nil
 	}
-	return v.pixtralProjector(x, g), nil
+	return v.pixtralProjector(ctx, s, x, g)
 }
 
 // addResizedPositions adds the square position table resized to the
@@ -726,11 +823,12 @@ func (v *Vision) norm(dst, x, w, b []float32) {
 	layerNorm(dst, x, w, b, v.Config.Eps)
 }
 
-// blocks runs the ViT blocks over x in place; it returns the deepstack
+// blocks runs the ViT blocks over x in place, every linear a product of
+// all the tokens on the weight's stored blocks; it returns the deepstack
 // mergers' outputs of the blocks that have one, in block order.
-func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, threads int) ([][][]float32, error) {
+func (v *Vision) blocks(ctx context.Context, s *Session, x [][]float32, g *patchGrid) ([][][]float32, error) {
 	c := v.Config
-	n, T := c.Embd, len(x)
+	n, T, threads := c.Embd, len(x), s.m.threads
 	hd := n / c.Heads
 	caches, mode := v.ropeCaches(g)
 	window := v.windows(g)
@@ -739,17 +837,27 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 	if gemma4 {
 		scale = 1 // clip_graph_gemma4v's kq_scale
 	}
-	q, k, val, attn := alloc2(T, n), alloc2(T, n), alloc2(T, n), alloc2(T, n)
+	cur, attn := alloc2(T, n), alloc2(T, n)
 	var deep [][][]float32
 	for il := range v.layers {
 		L := &v.layers[il]
 		windowed := window != nil && (il+1)%c.WindowPattern != 0
-		err := parallel(ctx, threads, T, func(_, t int) error {
-			cur := make([]float32, n)
-			v.norm(cur, x[t], L.ln1W, L.ln1B)
-			projectClamped(q[t], L.q, L.qB, cur, L.qC)
-			projectClamped(k[t], L.k, L.kB, cur, L.kC)
-			projectClamped(val[t], L.v, L.vB, cur, L.vC)
+		for t := range x {
+			v.norm(cur[t], x[t], L.ln1W, L.ln1B)
+		}
+		q, err := s.project(ctx, L.q, L.qB, L.qC, cur)
+		if err != nil {
+			return nil, err
+		}
+		k, err := s.project(ctx, L.k, L.kB, L.kC, cur)
+		if err != nil {
+			return nil, err
+		}
+		val, err := s.project(ctx, L.v, L.vB, L.vC, cur)
+		if err != nil {
+			return nil, err
+		}
+		err = parallel(ctx, threads, T, func(_, t int) error {
 			for h := 0; gemma4 && h < c.Heads; h++ {
 				qh, kh, vh := q[t][h*hd:(h+1)*hd], k[t][h*hd:(h+1)*hd], val[t][h*hd:(h+1)*hd]
 				if L.qNorm != nil {
@@ -806,33 +914,40 @@ func (v *Vision) blocks(ctx context.Context, x [][]float32, g *patchGrid, thread
 		if err != nil {
 			return nil, err
 		}
-		err = parallel(ctx, threads, T, func(_, t int) error {
-			cur := make([]float32, n)
-			projectClamped(cur, L.o, L.oB, attn[t], L.oC)
-			for j := range cur {
-				cur[j] *= scaleAt(L.ls1, j)
-			}
-			if L.attnPostNorm != nil {
-				rmsNorm(cur, cur, L.attnPostNorm, c.Eps)
-			}
-			for j := range cur {
-				x[t][j] += cur[j]
-			}
-			v.norm(cur, x[t], L.ln2W, L.ln2B)
-			out := v.ffn(L, cur)
-			if L.ffnPostNorm != nil {
-				rmsNorm(out, out, L.ffnPostNorm, c.Eps)
-			}
-			for j := range out {
-				x[t][j] += out[j] * scaleAt(L.ls2, j)
-			}
-			return nil
-		})
+		o, err := s.project(ctx, L.o, L.oB, L.oC, attn)
 		if err != nil {
 			return nil, err
 		}
+		for t, ot := range o {
+			for j := range ot {
+				ot[j] *= scaleAt(L.ls1, j)
+			}
+			if L.attnPostNorm != nil {
+				rmsNorm(ot, ot, L.attnPostNorm, c.Eps)
+			}
+			for j := range ot {
+				x[t][j] += ot[j]
+			}
+			v.norm(cur[t], x[t], L.ln2W, L.ln2B)
+		}
+		f, err := v.ffn(ctx, s, L, cur)
+		if err != nil {
+			return nil, err
+		}
+		for t, ft := range f {
+			if L.ffnPostNorm != nil {
+				rmsNorm(ft, ft, L.ffnPostNorm, c.Eps)
+			}
+			for j := range ft {
+				x[t][j] += ft[j] * scaleAt(L.ls2, j)
+			}
+		}
 		if L.deepstack != nil {
-			deep = append(deep, v.merge(x, L.deepstack))
+			ds, err := v.merge(ctx, s, x, L.deepstack)
+			if err != nil {
+				return nil, err
+			}
+			deep = append(deep, ds)
 		}
 	}
 	return deep, nil
@@ -846,38 +961,35 @@ func scaleAt(ls []float32, j int) float32 {
 	return ls[j]
 }
 
-// project writes W·x + b for W of len(out) rows of len(x) values, with
-// dotF32's FMA kernel where the CPU has one: a tower's thousands of patches
-// make these products its cost.
-func project(out, w, b, x []float32) {
-	n := len(x)
-	for o := range out {
-		out[o] = dotF32(w[o*n:(o+1)*n], x)
-		if b != nil {
-			out[o] += b[o]
-		}
+// ffn is clip.cpp's build_ffn over every token: up, then the activation of
+// the gate times up when there is a gate, else of up, then down.
+func (v *Vision) ffn(ctx context.Context, s *Session, L *visionLayer, in [][]float32) ([][]float32, error) {
+	up, err := s.project(ctx, L.up, L.upB, L.upC, in)
+	if err != nil {
+		return nil, err
 	}
-}
-
-// ffn is clip.cpp's build_ffn: up, then the activation of the gate times
-// up when there is a gate, else of up, then down.
-func (v *Vision) ffn(L *visionLayer, in []float32) []float32 {
-	up := make([]float32, v.Config.FF)
-	projectClamped(up, L.up, L.upB, in, L.upC)
+	var gate [][]float32
 	if L.gate != nil {
-		gate := make([]float32, len(up))
-		projectClamped(gate, L.gate, L.gateB, in, L.gateC)
-		for j, gv := range gate {
-			up[j] *= v.act(gv)
-		}
-	} else {
-		for j, u := range up {
-			up[j] = v.act(u)
+		if gate, err = s.project(ctx, L.gate, L.gateB, L.gateC, in); err != nil {
+			return nil, err
 		}
 	}
-	out := make([]float32, v.Config.Embd)
-	projectClamped(out, L.down, L.downB, up, L.downC)
-	return out
+	err = parallel(ctx, s.m.threads, len(up), func(_, t int) error {
+		if gate == nil {
+			for j, u := range up[t] {
+				up[t][j] = v.act(u)
+			}
+			return nil
+		}
+		for j, gv := range gate[t] {
+			up[t][j] *= v.act(gv)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.project(ctx, L.down, L.downB, L.downC, up)
 }
 
 func (v *Vision) act(x float32) float32 {
@@ -1012,75 +1124,94 @@ func (v *Vision) gemma3Projector(x [][]float32, g *patchGrid) [][]float32 {
 // together; squares in raster order), then SmolVLM's linear map, or
 // LFM2-VL's and InternVL's LayerNorm (eps 1e-5, when the file has its
 // weights), mm.1, GELU and mm.2.
-func (v *Vision) shuffleProjector(x [][]float32, g *patchGrid) [][]float32 {
+func (v *Vision) shuffleProjector(ctx context.Context, s *Session, x [][]float32, g *patchGrid) ([][]float32, error) {
 	c := v.Config
 	n, k := c.Embd, c.Merge
 	cols := g.nx / k
-	out := alloc2(cols*(g.ny/k), c.ProjDim)
-	in := make([]float32, n*k*k)
-	var hidden []float32
-	if v.mm1B != nil {
-		hidden = make([]float32, len(v.mm1B))
-	}
-	for o := range out {
+	in := alloc2(cols*(g.ny/k), n*k*k)
+	for o, row := range in {
 		oy, ox := o/cols, o%cols
 		for ky := range k {
 			for kx := range k {
-				copy(in[(ky*k+kx)*n:(ky*k+kx+1)*n], x[(oy*k+ky)*g.nx+ox*k+kx])
+				copy(row[(ky*k+kx)*n:(ky*k+kx+1)*n], x[(oy*k+ky)*g.nx+ox*k+kx])
 			}
 		}
 		if c.Projector == projIdefics {
-			project(out[o], v.mmFC, nil, in)
 			continue
 		}
 		if v.inNormW != nil {
-			layerNorm(in, in, v.inNormW, nil, 1e-5)
+			layerNorm(row, row, v.inNormW, nil, 1e-5)
 		}
 		for j := range v.inNormB {
-			in[j] += v.inNormB[j]
+			row[j] += v.inNormB[j]
 		}
-		project(hidden, v.mm1, v.mm1B, in)
-		for j, h := range hidden {
-			hidden[j] = gelu(h)
-		}
-		project(out[o], v.mm2, v.mm2B, hidden)
 	}
-	return out
+	if c.Projector == projIdefics {
+		return s.project(ctx, v.mmFC, nil, nil, in)
+	}
+	return s.twoLayers(ctx, v.mm1, v.mm1B, gelu, v.mm2, v.mm2B, in)
+}
+
+// twoLayers is a two-layer projector over every row of x: w1 (+ b1), act,
+// w2 (+ b2).
+func (s *Session) twoLayers(ctx context.Context, w1 *matrix, b1 []float32, act func(float32) float32, w2 *matrix, b2 []float32, x [][]float32) ([][]float32, error) {
+	hidden, err := s.project(ctx, w1, b1, nil, x)
+	if err != nil {
+		return nil, err
+	}
+	for _, row := range hidden {
+		for j, h := range row {
+			row[j] = act(h)
+		}
+	}
+	return s.project(ctx, w2, b2, nil, hidden)
 }
 
 // glm4vProjector is clip_graph_glm4v's: each 2×2 block of tokens (in the
 // Qwen order, row by row) through the merger convolution, mm.model.fc, the
 // LayerNorm mm.post_norm (eps 1e-5), erf GELU, then the SwiGLU of mm.gate,
 // mm.up and mm.down.
-func (v *Vision) glm4vProjector(x [][]float32) [][]float32 {
+func (v *Vision) glm4vProjector(ctx context.Context, s *Session, x [][]float32) ([][]float32, error) {
 	c := v.Config
 	n, kk := c.Embd, c.Merge*c.Merge
-	out := alloc2(len(x)/kk, c.ProjDim)
-	in := make([]float32, kk*n)
-	merged, fc := make([]float32, v.glmMergerOut), make([]float32, v.glmFCOut)
-	up, gate := make([]float32, v.glmFF), make([]float32, v.glmFF)
-	for o := range out {
+	in := alloc2(len(x)/kk, kk*n)
+	for o, row := range in {
 		// The convolution's input is [E][Merge][Merge] (channel, row,
 		// column), its kernel the same per output.
 		for i := range kk {
 			for ch, val := range x[kk*o+i] {
-				in[ch*kk+i] = val
+				row[ch*kk+i] = val
 			}
 		}
-		project(merged, v.glmMerger, v.glmMergerB, in)
-		project(fc, v.mmFC, nil, merged)
-		layerNorm(fc, fc, v.postNormW, v.postNormB, 1e-5)
-		for j, f := range fc {
-			fc[j] = geluErf(f)
-		}
-		project(up, v.projUp, v.projUpB, fc)
-		project(gate, v.projGate, v.projGateB, fc)
-		for j, g := range gate {
-			up[j] *= v.act(g)
-		}
-		project(out[o], v.projDown, v.projDownB, up)
 	}
-	return out
+	merged, err := s.project(ctx, v.glmMerger, v.glmMergerB, nil, in)
+	if err != nil {
+		return nil, err
+	}
+	fc, err := s.project(ctx, v.mmFC, nil, nil, merged)
+	if err != nil {
+		return nil, err
+	}
+	for _, row := range fc {
+		layerNorm(row, row, v.postNormW, v.postNormB, 1e-5)
+		for j, f := range row {
+			row[j] = geluErf(f)
+		}
+	}
+	up, err := s.project(ctx, v.projUp, v.projUpB, nil, fc)
+	if err != nil {
+		return nil, err
+	}
+	gate, err := s.project(ctx, v.projGate, v.projGateB, nil, fc)
+	if err != nil {
+		return nil, err
+	}
+	for t, row := range gate {
+		for j, g := range row {
+			up[t][j] *= v.act(g)
+		}
+	}
+	return s.project(ctx, v.projDown, v.projDownB, nil, up)
 }
 
 // avgPool writes the mean of the k × k square of tokens at pooled row oy
@@ -1102,24 +1233,22 @@ func avgPool(dst []float32, x [][]float32, g *patchGrid, k, oy, ox int) {
 // pooling of Merge × Merge patches, × √E, the standardisation when the
 // file has it, an RMS norm without weight and the clamped input
 // projection.
-func (v *Vision) gemma4Projector(x [][]float32, g *patchGrid) [][]float32 {
+func (v *Vision) gemma4Projector(ctx context.Context, s *Session, x [][]float32, g *patchGrid) ([][]float32, error) {
 	c := v.Config
 	k, cols := c.Merge, g.nx/c.Merge
-	out := alloc2(cols*(g.ny/k), c.ProjDim)
-	pooled := make([]float32, c.Embd)
+	pooled := alloc2(cols*(g.ny/k), c.Embd)
 	scale := float32(math.Sqrt(float64(c.Embd)))
-	for o := range out {
-		avgPool(pooled, x, g, k, o/cols, o%cols)
-		for j := range pooled {
-			pooled[j] *= scale
+	for o, p := range pooled {
+		avgPool(p, x, g, k, o/cols, o%cols)
+		for j := range p {
+			p[j] *= scale
 			if v.stdBias != nil && v.stdScale != nil {
-				pooled[j] = (pooled[j] - v.stdBias[j]) * v.stdScale[j]
+				p[j] = (p[j] - v.stdBias[j]) * v.stdScale[j]
 			}
 		}
-		rmsNormPlain(pooled, pooled, c.Eps)
-		projectClamped(out[o], v.inputProj, nil, pooled, v.inputProjC)
+		rmsNormPlain(p, p, c.Eps)
 	}
-	return out
+	return s.project(ctx, v.inputProjM, nil, v.inputProjC, pooled)
 }
 
 // geluErf is ggml_gelu_erf: 0.5·x·(1 + erf(x/√2)).
@@ -1129,25 +1258,18 @@ func geluErf(x float32) float32 {
 
 // merge runs a Qwen merger over each 2×2 block of x (clip_graph_qwen2vl's
 // and clip_graph_qwen3vl's reshape to 4·n values a token).
-func (v *Vision) merge(x [][]float32, mg *merger) [][]float32 {
+func (v *Vision) merge(ctx context.Context, s *Session, x [][]float32, mg *merger) ([][]float32, error) {
 	c := v.Config
-	m := 4 * c.Embd
-	out := alloc2(len(x)/4, c.ProjDim)
-	in, hidden := make([]float32, m), make([]float32, m)
-	for o := range out {
+	in := alloc2(len(x)/4, 4*c.Embd)
+	for o, row := range in {
 		for i := range 4 {
-			copy(in[i*c.Embd:(i+1)*c.Embd], x[4*o+i])
+			copy(row[i*c.Embd:(i+1)*c.Embd], x[4*o+i])
 		}
 		if mg.normW != nil {
-			layerNorm(in, in, mg.normW, mg.normB, c.Eps)
+			layerNorm(row, row, mg.normW, mg.normB, c.Eps)
 		}
-		project(hidden, mg.fc1, mg.fc1B, in)
-		for j, h := range hidden {
-			hidden[j] = gelu(h)
-		}
-		project(out[o], mg.fc2, mg.fc2B, hidden)
 	}
-	return out
+	return s.twoLayers(ctx, mg.fc1, mg.fc1B, gelu, mg.fc2, mg.fc2B, in)
 }
 
 // pixtralProjector is clip_graph_pixtral's projection: with Mistral 3's
@@ -1155,7 +1277,7 @@ func (v *Vision) merge(x [][]float32, mg *merger) [][]float32 {
 // values channel by channel, as torch's unfold lays them out) through
 // mm.patch_merger; then mm.1, GELU, mm.2; then, when the file has one, the
 // [IMG_BREAK] embedding after each row of tokens but the last.
-func (v *Vision) pixtralProjector(x [][]float32, g *patchGrid) [][]float32 {
+func (v *Vision) pixtralProjector(ctx context.Context, s *Session, x [][]float32, g *patchGrid) ([][]float32, error) {
 	c := v.Config
 	n, k := c.Embd, c.Merge
 	cols, rows := g.nx, g.ny
@@ -1164,36 +1286,35 @@ func (v *Vision) pixtralProjector(x [][]float32, g *patchGrid) [][]float32 {
 			rmsNorm(x[t], x[t], v.mergerNorm, c.Eps)
 		}
 		cols, rows = g.nx/k, g.ny/k
-		merged := alloc2(cols*rows, n)
-		in := make([]float32, n*k*k)
-		for o := range merged {
+		in := alloc2(cols*rows, n*k*k)
+		for o, row := range in {
 			oy, ox := o/cols, o%cols
 			for ch := range n {
 				for ky := range k {
 					for kx := range k {
-						in[(ch*k+ky)*k+kx] = x[(oy*k+ky)*g.nx+ox*k+kx][ch]
+						row[(ch*k+ky)*k+kx] = x[(oy*k+ky)*g.nx+ox*k+kx][ch]
 					}
 				}
 			}
-			project(merged[o], v.merger, nil, in)
+		}
+		merged, err := s.project(ctx, v.merger, nil, nil, in)
+		if err != nil {
+			return nil, err
 		}
 		x = merged
 	}
+	tokens, err := s.twoLayers(ctx, v.mm1, v.mm1B, gelu, v.mm2, v.mm2B, x)
+	if err != nil {
+		return nil, err
+	}
 	var out [][]float32
-	hidden := make([]float32, c.ProjDim)
-	for t := range x {
-		project(hidden, v.mm1, v.mm1B, x[t])
-		for j, h := range hidden {
-			hidden[j] = gelu(h)
-		}
-		row := make([]float32, c.ProjDim)
-		project(row, v.mm2, v.mm2B, hidden)
+	for t, row := range tokens {
 		out = append(out, row)
 		if v.imgBreak != nil && t%cols == cols-1 && t/cols < rows-1 {
 			out = append(out, slices.Clone(v.imgBreak))
 		}
 	}
-	return out
+	return out, nil
 }
 
 // TestImageSize is the size of the image verify runs the tower on: Gemma
