@@ -30,7 +30,7 @@ func (v *verifier) runAudio(ctx context.Context) error {
 		}
 		return fmt.Errorf("audio encoder: %w", err)
 	}
-	res := &AudioResult{Bins: c.MelBins, Frames: enc.MaxFrames}
+	res := &AudioResult{Bins: enc.Bins, Frames: enc.MaxFrames}
 	v.rep.Audio = res
 	feats, err := enc.Features(ctx, forward.TestMel(res.Bins, res.Frames), res.Frames, v.opts.threads())
 	if err != nil {

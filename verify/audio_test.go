@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,12 +14,44 @@ import (
 // their fixtures' projector conversions: alone, the F32 file's audio
 // features are finite; against the checkpoint the F32, F16 and Q8_0 files agree
 // with it within the encoder limits; and files broken the way a converter
-// could break them (the convolution kernel's taps reversed, a wrong norm
-// epsilon) fail with a forward problem that names the audio features.
+// could break them (a convolution kernel's taps reversed, a wrong norm
+// epsilon, Gemma 4's two convolution-module norms swapped or its
+// per_dim_scale left without softplus) fail with a forward problem that
+// names the audio features. Gemma 4's file also runs its vision tower.
 func TestAudioForward(t *testing.T) {
-	for _, fixture := range []string{"qwen2audio", "voxtral"} {
-		t.Run(fixture, func(t *testing.T) {
-			dir := assembleFixture(t, fixture)
+	whisper := []towerBreak{
+		{"convolution taps reversed", reverseTaps("a.conv1d.1.weight", 3)},
+		{"wrong norm epsilon", func(t *testing.T, m *model) {
+			m.setKV("clip.audio.attention.layer_norm_epsilon", gguf.Float32(10))
+		}},
+	}
+	for _, tc := range []struct {
+		fixture string
+		breaks  []towerBreak
+	}{
+		{"qwen2audio", whisper},
+		{"voxtral", whisper},
+		{"gemma4", []towerBreak{
+			{"subsampling taps reversed", reverseTaps("a.conv1d.0.weight", 3)},
+			{"depthwise taps reversed", reverseTaps("a.blk.0.conv_dw.weight", 5)},
+			{"convolution-module norms swapped", func(t *testing.T, m *model) {
+				a, b := m.tensor(t, "a.blk.0.conv_norm.weight"), m.tensor(t, "a.blk.0.norm_conv.weight")
+				wa, wb := f32s(a), f32s(b)
+				setF32s(a, wb)
+				setF32s(b, wa)
+			}},
+			{"per_dim_scale without softplus", func(t *testing.T, m *model) {
+				ts := m.tensor(t, "a.blk.0.per_dim_scale.weight")
+				w := f32s(ts)
+				for i, x := range w {
+					w[i] = float32(math.Log(math.Expm1(float64(x))))
+				}
+				setF32s(ts, w)
+			}},
+		}},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			dir := assembleFixture(t, tc.fixture)
 			ref, err := OpenMMProjCheckpoint(context.Background(), dir)
 			if err != nil {
 				t.Fatal(err)
@@ -28,27 +62,30 @@ func TestAudioForward(t *testing.T) {
 			if !alone.OK || alone.Audio == nil || alone.Audio.Tokens == 0 {
 				t.Fatalf("F32 alone: OK %v, problems %v, audio %+v", alone.OK, alone.Problems, alone.Audio)
 			}
+			if tc.fixture == "gemma4" && (alone.Vision == nil || alone.Vision.Tokens == 0) {
+				t.Fatalf("F32 alone: no vision forward pass beside the audio one: %+v", alone.Vision)
+			}
 			t.Logf("%d bins × %d frames", alone.Audio.Bins, alone.Audio.Frames)
 			checkTowerForward(t, dir, f32, ref, "audio features", func(r *Report) *FeatureAgreement {
 				if r.Audio == nil {
 					return nil
 				}
 				return &r.Audio.FeatureAgreement
-			}, []towerBreak{
-				{"convolution taps reversed", func(t *testing.T, m *model) {
-					ts := m.tensor(t, "a.conv1d.1.weight")
-					w := f32s(ts)
-					out := make([]float32, len(w))
-					for k := 0; k < len(w); k += 3 {
-						out[k], out[k+1], out[k+2] = w[k+2], w[k+1], w[k]
-					}
-					setF32s(ts, out)
-				}},
-				{"wrong norm epsilon", func(t *testing.T, m *model) {
-					m.setKV("clip.audio.attention.layer_norm_epsilon", gguf.Float32(10))
-				}},
-			})
+			}, tc.breaks)
 		})
+	}
+}
+
+// reverseTaps breaks a projector file by reversing the order of every run
+// of k values of the F32 tensor name (a convolution kernel's taps).
+func reverseTaps(name string, k int) func(t *testing.T, m *model) {
+	return func(t *testing.T, m *model) {
+		ts := m.tensor(t, name)
+		w := f32s(ts)
+		for i := 0; i+k <= len(w); i += k {
+			slices.Reverse(w[i : i+k])
+		}
+		setF32s(ts, w)
 	}
 }
 

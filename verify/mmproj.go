@@ -16,7 +16,9 @@ import (
 // tower needs, and the tensors each projector type needs with their shapes
 // against those keys. The vision towers of forward.VisionProjectors also
 // get a forward pass over a fixed image (runVision), the audio encoders of
-// forward.AudioProjectors one over a fixed log-mel input (runAudio).
+// forward.AudioProjectors (Qwen2-Audio's, Voxtral's, Gemma 4's conformer)
+// one over a fixed log-mel input (runAudio); a file with both towers gets
+// both.
 
 // MMProjInfo describes a projector file.
 type MMProjInfo struct {
@@ -236,7 +238,10 @@ func (v *verifier) checkMMProj() {
 	v.rep.Problems = append(v.rep.Problems, probs...)
 	if info.Vision != nil && len(probs) == 0 && slices.Contains(forward.VisionProjectors, info.Projector) {
 		v.vision = towerConfig(v, forward.ParseVisionConfig)
-	} else if info.Audio != nil && len(probs) == 0 && slices.Contains(forward.AudioProjectors, info.Projector) {
+	}
+	// The audio tower's type is clip.audio.projector_type in a file with
+	// both towers (Gemma 4's gemma4v + gemma4a), clip.projector_type alone.
+	if info.Audio != nil && len(probs) == 0 {
 		v.audio = towerConfig(v, forward.ParseAudioConfig)
 	}
 	if _, ok := v.f.Tensor("v.token_embd.img_break"); info.Projector == "pixtral" && !ok {

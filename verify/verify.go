@@ -161,11 +161,16 @@ func (v *verifier) run(ctx context.Context) error {
 	if v.enc != nil {
 		return v.runEncoder(ctx)
 	}
+	if v.vision == nil && v.audio == nil {
+		return v.runForward(ctx)
+	}
 	if v.vision != nil {
-		return v.runVision(ctx)
+		if err := v.runVision(ctx); err != nil {
+			return err
+		}
 	}
 	if v.audio != nil {
 		return v.runAudio(ctx)
 	}
-	return v.runForward(ctx)
+	return nil
 }

@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""Write transformers' audio features of the qwen2audio and voxtral convert fixtures, for verify/forward's audio encoder.
+"""Write transformers' audio features of the qwen2audio, voxtral and gemma4 convert fixtures, for verify/forward's audio
+encoders.
 
   1. assemble the fixture's model folder (make_convert_fixtures.assemble) and load it with its transformers class in
      float32, eager attention;
   2. make the fixed log-mel input (fixed_mel below, forward.TestMel's pattern: no randomness) of the encoder's
-     num_mel_bins × 2·max_source_positions frames (the length Qwen2AudioEncoder requires);
+     num_mel_bins × 2·max_source_positions frames (the length Qwen2AudioEncoder requires); for Gemma 4's conformer
+     (no position table, no fixed length) GEMMA4_FRAMES frames of the bins its subsampling convolutions take, see
+     gemma4_bins;
   3. write into <fixture>/mmproj/:
        input_features.f32  the log-mel input as float32 little-endian [bins, frames];
        audio_features.f32  the projector's output (Qwen2-Audio: multi_modal_projector of audio_tower's
                            last_hidden_state; Voxtral: get_audio_features, with llama.cpp's average pooling of position
-                           pairs before the encoder's last LayerNorm, see POOL_BEFORE_NORM): what the language model
-                           receives, float32 little-endian [tokens, width];
+                           pairs before the encoder's last LayerNorm, see POOL_BEFORE_NORM; Gemma 4:
+                           get_audio_features(input_features, all-ones input_features_mask).pooler_output, the
+                           input transposed to transformers' [frames, bins]): what the language model receives,
+                           float32 little-endian [tokens, width];
        audio.json          shapes, the pattern, sha256 of both files, versions and the calls made.
 
-  python testdata/gen/make_audio_features.py --fixtures testdata/convert --only qwen2audio voxtral
+  python testdata/gen/make_audio_features.py --fixtures testdata/convert --only qwen2audio voxtral gemma4
 """
 import argparse
 import hashlib
@@ -44,6 +49,19 @@ def fixed_mel(bins, frames):
 POOL_BEFORE_NORM = {"voxtral"}
 
 
+# Gemma 4's conformer takes any number of frames: verify feeds it forward.gemma4aFrames (200: 50 positions after the
+# two stride-2 convolutions, five chunks of 12 of which the last is padded).
+GEMMA4_FRAMES = 200
+
+
+def gemma4_bins(ac):
+    """The mel bins Gemma4AudioSubSampleConvProjection takes: its input projection reads
+    (subsampling_conv_channels[0] // 4) · subsampling_conv_channels[1] values, the second convolution's channels over
+    a quarter of the bins (128 bins for google/gemma-4-E2B-it's [128, 32]; the shrunken fixture's [8, 4] takes 8, not
+    the 128 of input_feat_size that the converter writes as clip.audio.num_mel_bins)."""
+    return 4 * (ac.subsampling_conv_channels[0] // 4)
+
+
 def pool_pairs(module, args):
     x = args[0]
     return (torch.nn.functional.avg_pool1d(x.transpose(1, 2), 2, 2).transpose(1, 2),)
@@ -69,14 +87,20 @@ def main():
             model = getattr(transformers, spec["cls"]).from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
             model.eval()
             ac = model.config.audio_config
-            mel = fixed_mel(ac.num_mel_bins, 2 * ac.max_source_positions)
             inner = getattr(model, "model", model)  # transformers 5 keeps the towers under .model
-            if name in POOL_BEFORE_NORM:
+            if ac.model_type == "gemma4_audio":
+                mel = fixed_mel(gemma4_bins(ac), GEMMA4_FRAMES)
+                x = torch.from_numpy(mel.T.copy())[None]
+                out = inner.get_audio_features(x, torch.ones(x.shape[:2], dtype=torch.bool))
+                feats = out.pooler_output[0].float().numpy()
+                call = "get_audio_features(input_features.T[None], all-ones input_features_mask).pooler_output"
+            elif name in POOL_BEFORE_NORM:
                 inner.audio_tower.layer_norm.register_forward_pre_hook(pool_pairs)
                 out = inner.get_audio_features(torch.from_numpy(mel)[None])
                 feats = out.pooler_output.float().numpy()
                 call = "get_audio_features(input_features), position pairs average-pooled before audio_tower.layer_norm"
             else:
+                mel = fixed_mel(ac.num_mel_bins, 2 * ac.max_source_positions)
                 hidden = inner.audio_tower(torch.from_numpy(mel)[None]).last_hidden_state
                 feats = inner.multi_modal_projector(hidden)[0].float().numpy()
                 call = "multi_modal_projector(audio_tower(input_features).last_hidden_state)"

@@ -23,8 +23,8 @@ const (
 // AudioProjectors are the projector types Audio runs
 // (clip_graph_whisper_enc): Qwen2-Audio's encoder with its linear
 // projector, and Voxtral's with its frame stacking and two-layer
-// projector.
-var AudioProjectors = []string{projQwen2A, projVoxtral}
+// projector; and Gemma 4's conformer (clip_graph_gemma4a, gemma4audio.go).
+var AudioProjectors = []string{projQwen2A, projVoxtral, projGemma4A}
 
 // AudioConfig holds an audio encoder's hyperparameters as clip.cpp's
 // clip_model_loader reads them (clip.audio.*).
@@ -52,7 +52,7 @@ func ParseAudioConfig(md Metadata) (*AudioConfig, error) {
 			return nil, err
 		}
 	}
-	if c.Projector != projQwen2A && c.Projector != projVoxtral {
+	if c.Projector != projQwen2A && c.Projector != projVoxtral && c.Projector != projGemma4A {
 		return nil, fmt.Errorf("%w: no audio forward pass for projector %q", ErrUnsupported, c.Projector)
 	}
 	for _, k := range []struct {
@@ -75,6 +75,11 @@ func ParseAudioConfig(md Metadata) (*AudioConfig, error) {
 	}
 	if _, err := r.f32("clip.audio.attention.layer_norm_epsilon", &c.Eps, true); err != nil {
 		return nil, err
+	}
+	if c.Projector == projGemma4A {
+		// clip.cpp hard-codes 1e-6 for gemma4a whatever the key says (its
+		// converter once wrote a wrong value).
+		c.Eps = g4aEps
 	}
 	c.Stack = 1
 	if c.Projector == projVoxtral {
@@ -108,14 +113,27 @@ type Audio struct {
 	// mm.a.mlp.2.
 	fc, mlp1, mlp2    *matrix
 	fcB, mlp1B, mlp2B []float32
+	// conformer is Gemma 4's tower (gemma4a), which runs instead of the
+	// Whisper encoder.
+	conformer *gemma4Audio
+	// Bins is the log-mel bins Features takes: MelBins, or for gemma4a
+	// what its input projection reads (see docs/compat.md).
+	Bins int
 }
 
 // LoadAudio reads an audio encoder's weights (ErrWeights for a missing
 // tensor or one of the wrong shape).
 func LoadAudio(c *AudioConfig, w Weights) (*Audio, error) {
+	if c.Projector == projGemma4A {
+		g, err := loadGemma4Audio(c, w)
+		if err != nil {
+			return nil, err
+		}
+		return &Audio{Config: c, conformer: g, Bins: g.bins, MaxFrames: gemma4aFrames}, nil
+	}
 	vc := &VisionConfig{Projector: c.Projector, Embd: c.Embd, FF: c.FF, Heads: c.Heads, Layers: c.Layers,
 		ProjDim: c.ProjDim, Eps: c.Eps, act: actGELUErf}
-	a := &Audio{Config: c, blocks: &Vision{Config: vc}}
+	a := &Audio{Config: c, blocks: &Vision{Config: vc}, Bins: c.MelBins}
 	l := &encLoader{w: w}
 	n := c.Embd
 	a.conv1 = fp16Round(l.getN("a.conv1d.1.weight", []int{3, c.MelBins, n}, true))
@@ -148,14 +166,18 @@ func fp16Round(xs []float32) []float32 {
 }
 
 // Features runs the encoder and its projector over a log-mel spectrogram
-// of frames columns ([MelBins][frames] values, frames a multiple of 4 (of
+// of frames columns ([Bins][frames] values, frames a multiple of 4 (of
 // 4·Stack for Voxtral) and at most MaxFrames) and returns one embedding per
-// pair of encoder positions (per Stack pairs for Voxtral).
+// pair of encoder positions (per Stack pairs for Voxtral; per position
+// after the two stride-2 convolutions for gemma4a).
 func (a *Audio) Features(ctx context.Context, mel []float32, frames, threads int) ([][]float32, error) {
 	c := a.Config
-	if frames <= 0 || frames%(4*c.Stack) != 0 || frames > a.MaxFrames || len(mel) != c.MelBins*frames {
+	if frames <= 0 || frames%(4*c.Stack) != 0 || frames > a.MaxFrames || len(mel) != a.Bins*frames {
 		return nil, fmt.Errorf("%w: %d log-mel values for %d frames of %d bins (frames a multiple of %d, at most %d)",
-			ErrUnsupported, len(mel), frames, c.MelBins, 4*c.Stack, a.MaxFrames)
+			ErrUnsupported, len(mel), frames, a.Bins, 4*c.Stack, a.MaxFrames)
+	}
+	if a.conformer != nil {
+		return a.conformer.features(ctx, mel, frames, threads)
 	}
 	bins := alloc2(c.MelBins, frames)
 	for b := range bins {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -44,7 +45,7 @@ func loadAudio(t *testing.T, f *ggufread.File) *Audio {
 // features with transformers' (float32, eager attention), within the
 // vision towers' limits; it also checks that TestMel is that input.
 func TestAudioTransformers(t *testing.T) {
-	for _, name := range []string{"qwen2audio", "voxtral"} {
+	for _, name := range []string{"qwen2audio", "voxtral", "gemma4"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(fixtures, name, "mmproj")
 			raw, err := os.ReadFile(filepath.Join(dir, "audio.json"))
@@ -106,6 +107,50 @@ func TestAudioErrors(t *testing.T) {
 	for _, frames := range []int{0, 6, a.MaxFrames + 4} {
 		if _, err := a.Features(context.Background(), TestMel(c.MelBins, frames), frames, 1); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%d frames: error %v", frames, err)
+		}
+	}
+}
+
+// TestGemma4AudioErrors: a gemma4a file whose weights do not fit together is
+// refused with ErrWeights (an input projection whose width is not a
+// multiple of the second convolution's channels, a subsampling kernel
+// missing), and an input the conformer cannot take with ErrUnsupported.
+func TestGemma4AudioErrors(t *testing.T) {
+	f := convertMMProj(t, "gemma4")
+	c, err := ParseAudioConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Projector != projGemma4A || c.Eps != g4aEps {
+		t.Fatalf("projector %q, epsilon %g", c.Projector, c.Eps)
+	}
+	w := GGUFWeights(f)
+	for _, tc := range []struct {
+		name string
+		w    Weights
+		msg  string
+	}{
+		{"input projection of 9 values", withTensor{w, "a.input_projection.weight",
+			&memTensor{shape: []int64{9, int64(c.Embd)}, data: make([]float32, 9*c.Embd)}}, "not a multiple"},
+		{"subsampling kernel 3-D", withTensor{w, "a.conv1d.1.weight",
+			&memTensor{shape: []int64{3, 3, 8}, data: make([]float32, 72)}}, "a.conv1d.1.weight"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := LoadAudio(c, tc.w); !errors.Is(err, ErrWeights) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %v, want ErrWeights naming %q", err, tc.msg)
+			}
+		})
+	}
+	a, err := LoadAudio(c, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Bins != 8 || a.MaxFrames != gemma4aFrames {
+		t.Fatalf("%d bins, at most %d frames", a.Bins, a.MaxFrames)
+	}
+	for _, in := range []struct{ bins, frames int }{{8, 0}, {8, 6}, {8, gemma4aFrames + 4}, {c.MelBins, 40}} {
+		if _, err := a.Features(context.Background(), TestMel(in.bins, in.frames), in.frames, 1); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%d bins × %d frames: error %v", in.bins, in.frames, err)
 		}
 	}
 }

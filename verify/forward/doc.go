@@ -17,8 +17,8 @@
 // multimodal projector files (tools/mtmd/models/*.cpp: Gemma 3, Qwen2-VL,
 // Qwen2.5-VL, Qwen3-VL, Pixtral / Mistral 3, SmolVLM, LFM2-VL, InternVL,
 // GLM-4.1V / GLM-4.5V, Gemma 4) on a preprocessed image, and audio.go the
-// Whisper-style encoders of Qwen2-Audio and Voxtral (whisper-enc.cpp) on a
-// log-mel input. Their linears (attention, feed-forward, projector, GLM-4V's
+// Whisper-style encoders of Qwen2-Audio and Voxtral (whisper-enc.cpp), and
+// gemma4audio.go Gemma 4's conformer (gemma4a.cpp), on a log-mel input. Their linears (attention, feed-forward, projector, GLM-4V's
 // merger convolution) are the text models' products on the stored blocks
 // (below), every token of the image or input in one batch; only their small
 // tensors (norms, biases, position tables, the patch and audio convolution
