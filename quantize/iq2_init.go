@@ -22,8 +22,8 @@ type iq2Grid struct {
 	// levels holds point k's eight levels l (0..2); ggml's the_grid stores
 	// them as the bytes 2l+1.
 	levels [][8]uint8
-	// values holds the same as the floats 2l+1 that iq2_find_best_neighbour
-	// multiplies by the scale.
+	// values holds the same as the floats 2l+1, the grid values the
+	// vector trial loop writes into its lanes for a neighbour it chose.
 	values [][8]float32
 	// index is ggml's kmap_q2xs: for a packed point u its grid index, or
 	// -(off+1) where neighbours[off] is the count n of its neighbour list
