@@ -7,8 +7,8 @@ import (
 	"math/bits"
 )
 
-// The amd64 kernels of IQ1_S and IQ1_M (iq1_amd64.s): the split searches,
-// the neighbour search and the stable sorts. The purego build tag turns
+// The amd64 kernels of IQ1_S and IQ1_M (iq1_amd64.s): the split searches
+// and the stable sorts. The purego build tag turns
 // them off, TestEncodeAsmMatchesGeneric checks the encoders against the Go
 // forms and iq1_amd64_test.go each kernel.
 
@@ -18,52 +18,6 @@ const (
 	iq1mVecs = 81
 	iq1sVecs = 153
 )
-
-// iq1GridCodes holds the points of the IQ1 grid (iq1KGrid2048: level l of
-// coordinate i in bits 2i, 2i+1) widened to 32 bits for the kernel's
-// gather.
-var iq1GridCodes = func() (t [2048]uint32) {
-	for j, p := range iq1KGrid2048 {
-		t[j] = uint32(p)
-	}
-	return t
-}()
-
-// iq1NearestAVX2 is nearest2Generic over the IQ1 grid, eight neighbours in
-// the lanes: it reads the grid indices nb[0 : n rounded up to 8] (those
-// past n only as memory, masked to the grid), gathers their points from
-// codes, and computes each lane's distance in ggml's order (sv[l] − x[i],
-// (w[i]·e)·e, the sum in index order). It returns the position of the first
-// neighbour with the smallest distance below FLT_MAX, or −1.
-//
-//go:noescape
-func iq1NearestAVX2(nb *uint16, n int, codes *[2048]uint32, x, w, sv *[8]float32) int
-
-// nearest2 is the neighbour search of bestNeighbour2; g must be the IQ1
-// grid (the kernel reads its points from iq1GridCodes).
-func (g *iq2Grid) nearest2(nb []uint16, x, wa, sv *[8]float32) int {
-	if !useAVX2 || len(g.levels) != len(iq1GridCodes) {
-		return g.nearest2Generic(nb, x, wa, sv)
-	}
-	// The kernel reads whole vectors of eight indices; past the end of the
-	// neighbour array the list is copied first (nearest2Padded).
-	n := len(nb)
-	r := (n + 7) &^ 7
-	if r > cap(nb) {
-		return g.nearest2Padded(nb, x, wa, sv)
-	}
-	return max(0, iq1NearestAVX2(&nb[:r][0], n, &iq1GridCodes, x, wa, sv))
-}
-
-// nearest2Padded is nearest2 on a copy of nb padded to a multiple of eight.
-func (g *iq2Grid) nearest2Padded(nb []uint16, x, wa, sv *[8]float32) int {
-	var buf [256]uint16
-	if len(nb) > len(buf)-7 {
-		return g.nearest2Generic(nb, x, wa, sv)
-	}
-	copy(buf[:], nb)
-	return max(0, iq1NearestAVX2(&buf[0], len(nb), &iq1GridCodes, x, wa, sv))
-}
 
 // iq1Rank16AVX2 is iq1SortOrder for 16 values by ranks: value i goes to
 // position #{j : x_j < x_i} + #{j < i : x_j == x_i}, which is where the

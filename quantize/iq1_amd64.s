@@ -480,9 +480,6 @@ DATA iq1consts<>+16(SB)/4, $4
 DATA iq1consts<>+20(SB)/4, $5
 DATA iq1consts<>+24(SB)/4, $6
 DATA iq1consts<>+28(SB)/4, $7
-DATA iq1consts<>+32(SB)/4, $8
-DATA iq1consts<>+36(SB)/4, $2047
-DATA iq1consts<>+40(SB)/4, $0x7f7fffff // FLT_MAX
 DATA iq1consts<>+44(SB)/4, $0 // iq1mSearchAVX2's lane permutation
 DATA iq1consts<>+48(SB)/4, $0
 DATA iq1consts<>+52(SB)/4, $0
@@ -534,109 +531,6 @@ DATA iq1consts<>+228(SB)/4, $2
 DATA iq1consts<>+232(SB)/4, $3
 DATA iq1consts<>+236(SB)/4, $3
 GLOBL iq1consts<>(SB), RODATA|NOPTR, $240
-
-// NBTERM adds coordinate i's term to the distances: Y2 holds the points'
-// codes shifted so that level i is in bits 0-1 (VPERMPS reads bits 0-2,
-// and sv repeats its four entries), 64*i(DI) the broadcast x[i] and
-// 64*i+32(DI) the broadcast w[i].
-#define NBTERM(off) \
-	VPERMPS Y12, Y2, Y3;        \
-	VSUBPS  off(DI), Y3, Y3;    \
-	VMULPS  off+32(DI), Y3, Y4; \
-	VMULPS  Y3, Y4, Y4;         \
-	VADDPS  Y4, Y5, Y5;         \
-	VPSRLD  $2, Y2, Y2
-
-#define NBBCAST(i) \
-	VBROADCASTSS (4*i)(AX), Y0; \
-	VMOVUPS Y0, (64*i)(DI);     \
-	VBROADCASTSS (4*i)(BX), Y0; \
-	VMOVUPS Y0, (64*i+32)(DI)
-
-// func iq1NearestAVX2(nb *uint16, n int, codes *[2048]uint32, x, w, sv *[8]float32) int
-// Lanes: neighbours 8q .. 8q+7. Y6 and Y7 keep per lane the smallest
-// distance so far below FLT_MAX and its position (−1 while none): a strict
-// less-than keeps the first, as ggml's scan does. The frame holds the
-// broadcasts of x[i] (at 64i) and w[i] (at 64i+32).
-TEXT ·iq1NearestAVX2(SB), NOSPLIT, $512-56
-	MOVQ nb+0(FP), SI
-	MOVQ n+8(FP), CX
-	MOVQ codes+16(FP), R8
-	MOVQ x+24(FP), AX
-	MOVQ w+32(FP), BX
-	MOVQ sv+40(FP), DX
-	MOVQ SP, DI
-	NBBCAST(0)
-	NBBCAST(1)
-	NBBCAST(2)
-	NBBCAST(3)
-	NBBCAST(4)
-	NBBCAST(5)
-	NBBCAST(6)
-	NBBCAST(7)
-	VMOVUPS (DX), Y12                   // sv
-	MOVQ CX, X9
-	VPBROADCASTD X9, Y9                 // n
-	VMOVDQU iq1consts<>+0(SB), Y8       // the lanes' positions
-	VPBROADCASTD iq1consts<>+32(SB), Y10 // 8
-	VPBROADCASTD iq1consts<>+36(SB), Y11 // 2047
-	VBROADCASTSS iq1consts<>+40(SB), Y6  // best distances: FLT_MAX
-	VPCMPEQD Y7, Y7, Y7                 // best positions: -1
-
-nbloop:
-	VPMOVZXWD (SI), Y0
-	VPAND Y11, Y0, Y0
-	VPCMPEQD Y1, Y1, Y1
-	VPGATHERDD Y1, (R8)(Y0*4), Y2
-	// coordinate 0 starts the sum (ggml's 0 + t0 is t0 but for the sign
-	// of a zero, which no comparison sees)
-	VPERMPS Y12, Y2, Y3
-	VSUBPS  0(DI), Y3, Y3
-	VMULPS  32(DI), Y3, Y4
-	VMULPS  Y3, Y4, Y5
-	VPSRLD  $2, Y2, Y2
-	NBTERM(64)
-	NBTERM(128)
-	NBTERM(192)
-	NBTERM(256)
-	NBTERM(320)
-	NBTERM(384)
-	NBTERM(448)
-	VCMPPS $0x11, Y6, Y5, Y3 // d2 < best (ordered: NaN fails)
-	VPCMPGTD Y8, Y9, Y4      // position < n
-	VPAND Y4, Y3, Y3
-	VBLENDVPS Y3, Y5, Y6, Y6
-	VBLENDVPS Y3, Y8, Y7, Y7
-	VPADDD Y10, Y8, Y8
-	ADDQ $16, SI
-	SUBQ $8, CX
-	JGT nbloop
-
-	// The smallest distance over the lanes, then the smallest position
-	// among the lanes that found it.
-	VEXTRACTF128 $1, Y6, X0
-	VMINPS X0, X6, X0
-	VPERMILPS $0x4e, X0, X1
-	VMINPS X1, X0, X0
-	VPERMILPS $0xb1, X0, X1
-	VMINPS X1, X0, X0
-	VBROADCASTSS X0, Y0
-	VCMPPS $0x00, Y0, Y6, Y1 // best == min
-	VPCMPEQD Y2, Y2, Y2
-	VPCMPEQD Y2, Y7, Y3      // no position
-	VPANDN Y1, Y3, Y1
-	VBLENDVPS Y1, Y7, Y2, Y4 // position, or -1 (unsigned maximum)
-	VEXTRACTI128 $1, Y4, X5
-	VPMINUD X5, X4, X4
-	VPSHUFD $0x4e, X4, X5
-	VPMINUD X5, X4, X4
-	VPSHUFD $0xb1, X4, X5
-	VPMINUD X5, X4, X4
-	VMOVD X4, AX
-	MOVLQSX AX, AX
-	MOVQ AX, ret+48(FP)
-	VZEROUPPER
-	RET
 
 // The rank sorts (iq1Rank16AVX2, iq1Rank32AVX2): the values' lanes i are in
 // Y0-Y3, their ranks in Y4-Y7. For each j, x_j (broadcast in Y8) is counted

@@ -118,61 +118,6 @@ func TestIQ1SearchAVX2(t *testing.T) {
 	}
 }
 
-// TestIQ1NearestAVX2 compares the neighbour kernel with the plain Go search
-// on every off-grid point of the IQ1 grid that an encoder can look up
-// (levels 0..2), for random values and weights at scales from 1e-20 to
-// 1e20, ties (zero weights, values on the grid), zeros of both signs,
-// negative weights, NaN and infinities.
-func TestIQ1NearestAVX2(t *testing.T) {
-	if !useAVX2 {
-		t.Skip("no AVX2")
-	}
-	g := iq1Tables()
-	r := rand.New(rand.NewPCG(18, 1819))
-	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.MaxFloat32, 1e-45}
-	for u, m := range g.index {
-		if m >= 0 || u&(u>>1)&0x5555 != 0 { // on the grid, or some level 3
-			continue
-		}
-		nb := g.neighboursOf(m)
-		for iter := range 6 {
-			scale := float32(math.Pow(10, float64(r.IntN(41)-20)))
-			var x, w [8]float32
-			for i := range 8 {
-				x[i] = float32(r.NormFloat64()) * scale
-				w[i] = float32(r.ExpFloat64())
-				switch iter {
-				case 1: // every weight zero: all distances tie
-					w[i] = 0
-				case 2: // values on the grid points' levels: ties between neighbours
-					x[i] = iq1XP[r.IntN(3)]
-					w[i] = 1
-				case 3:
-					if r.IntN(4) == 0 {
-						x[i] = special[r.IntN(len(special))]
-					}
-					if r.IntN(4) == 0 {
-						w[i] = special[r.IntN(len(special))]
-					}
-				case 4:
-					if r.IntN(3) == 0 {
-						w[i] = -w[i]
-					}
-				}
-			}
-			s := scale
-			if iter == 2 {
-				s = 1
-			}
-			sv := [8]float32{s * iq1XM[0], s * iq1XM[1], s * iq1XM[2], 0, s * iq1XM[0], s * iq1XM[1], s * iq1XM[2]}
-			want := g.nearest2Generic(nb, &x, &w, &sv)
-			if got, padded := g.nearest2(nb, &x, &w, &sv), g.nearest2Padded(nb, &x, &w, &sv); got != want || padded != want {
-				t.Fatalf("point %#x iter %d: kernel %d (on a copy %d), Go %d (x %v w %v)", u, iter, got, padded, want, x, w)
-			}
-		}
-	}
-}
-
 // TestIQ1RankAVX2 compares the rank sorts of 16 and 32 values with the
 // insertion sort: Gaussian values, values drawn from a few (ties), zeros of
 // both signs, infinities, denormals; a NaN anywhere must leave the order to

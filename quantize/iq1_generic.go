@@ -8,11 +8,6 @@ func (s *iq1mSearch) run(init float32) { s.runGeneric(init) }
 // run is the split search of one IQ1_S group (iq1sSearch).
 func (s *iq1sSearch) run(init float32) { s.runGeneric(init) }
 
-// nearest2 is the neighbour search of bestNeighbour2.
-func (g *iq2Grid) nearest2(nb []uint16, x, wa, sv *[8]float32) int {
-	return g.nearest2Generic(nb, x, wa, sv)
-}
-
 // iq1mScratch is the buffer of the amd64 kernel (none here).
 type iq1mScratch struct{}
 

@@ -1,6 +1,7 @@
 package quantize
 
 import (
+	"math"
 	"math/bits"
 	"sync"
 )
@@ -21,8 +22,8 @@ type iq2Grid struct {
 	// levels holds point k's eight levels l (0..2); ggml's the_grid stores
 	// them as the bytes 2l+1.
 	levels [][8]uint8
-	// values holds the same as the floats 2l+1 that iq2_find_best_neighbour
-	// multiplies by the scale.
+	// values holds the same as the floats 2l+1, the grid values the
+	// vector trial loop writes into its lanes for a neighbour it chose.
 	values [][8]float32
 	// index is ggml's kmap_q2xs: for a packed point u its grid index, or
 	// -(off+1) where neighbours[off] is the count n of its neighbour list
@@ -30,6 +31,10 @@ type iq2Grid struct {
 	index []int32
 	// neighbours is ggml's kneighbors_q2xs.
 	neighbours []uint16
+	// points holds, on amd64, the packed point of each entry of
+	// neighbours at the same offset, which the vector search reads
+	// instead of gathering grid values (neighbourPoints).
+	points []uint16
 }
 
 // The tables of each grid are built once, on first use, by whichever
@@ -137,6 +142,7 @@ func newIQ2Grid(kgrid []uint16, nwant int) *iq2Grid {
 			rank[want[r]] = -1
 		}
 	}
+	g.points = neighbourPoints(g.neighbours, kgrid)
 	return g
 }
 
@@ -145,6 +151,47 @@ func newIQ2Grid(kgrid []uint16, nwant int) *iq2Grid {
 func (g *iq2Grid) neighboursOf(m int32) []uint16 {
 	off := int(-m - 1)
 	return g.neighbours[off+1 : off+1+int(g.neighbours[off])]
+}
+
+// nearestGeneric is the neighbour search of iq2_find_best_neighbour and
+// iq1_find_best_neighbour2: among the neighbours of the off-grid point
+// whose index entry is m, the grid point j minimising
+// Σ w[i]·(sv[l]−x[i])², l the level of coordinate i of j and sv[l] ggml's
+// rounded product scale·vals[l] of the scale and that level's grid value,
+// each product rounded and the sum taken in index order as ggml's loop
+// does. Ties keep the earlier entry. ggml asserts that some distance is
+// below FLT_MAX; when none is (overflow or NaN), the first listed
+// neighbour, one of the nearest in level space, is returned.
+func (g *iq2Grid) nearestGeneric(m int32, x, w *[8]float32, vals *[3]float32, scale float32) int {
+	sv := [4]float32{scale * vals[0], scale * vals[1], scale * vals[2]}
+	nb := g.neighboursOf(m)
+	best := float32(math.MaxFloat32)
+	gi := int(nb[0])
+	for _, j := range nb {
+		// ggml's loop over the eight coordinates, unrolled: the products
+		// are independent, the sum runs in index order.
+		p := &g.levels[j]
+		e0 := sv[p[0]&3] - x[0]
+		e1 := sv[p[1]&3] - x[1]
+		e2 := sv[p[2]&3] - x[2]
+		e3 := sv[p[3]&3] - x[3]
+		e4 := sv[p[4]&3] - x[4]
+		e5 := sv[p[5]&3] - x[5]
+		e6 := sv[p[6]&3] - x[6]
+		e7 := sv[p[7]&3] - x[7]
+		d2 := float32(float32(w[0]*e0) * e0)
+		d2 += float32(float32(w[1]*e1) * e1)
+		d2 += float32(float32(w[2]*e2) * e2)
+		d2 += float32(float32(w[3]*e3) * e3)
+		d2 += float32(float32(w[4]*e4) * e4)
+		d2 += float32(float32(w[5]*e5) * e5)
+		d2 += float32(float32(w[6]*e6) * e6)
+		d2 += float32(float32(w[7]*e7) * e7)
+		if d2 < best {
+			best, gi = d2, int(j)
+		}
+	}
+	return gi
 }
 
 // gridIndex returns the grid index of the packed point u, the form every

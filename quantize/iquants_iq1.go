@@ -74,46 +74,9 @@ func iq1SortOrder(idx []uint8, xb []float32) {
 // distance is below FLT_MAX the first listed neighbour is taken (see the
 // file comment).
 func (g *iq2Grid) bestNeighbour2(m int32, xval, w []float32, scale float32, xx *[3]float32, L []uint8) int {
-	nb := g.neighboursOf(m)
-	// The three scaled values scale·xx[l], ggml's rounded products; a level
-	// (0..2) indexes them masked to two bits (sv[3] and sv[7] are never
-	// read; the kernel indexes with three bits).
-	sv := [8]float32{scale * xx[0], scale * xx[1], scale * xx[2], 0, scale * xx[0], scale * xx[1], scale * xx[2]}
-	gi := int(nb[g.nearest2(nb, (*[8]float32)(xval[:8]), (*[8]float32)(w[:8]), &sv)])
+	gi := g.nearest(m, (*[8]float32)(xval[:8]), (*[8]float32)(w[:8]), xx, scale)
 	copy(L[:8], g.levels[gi][:])
 	return gi
-}
-
-// nearest2Generic is the search of bestNeighbour2 in Go: the position in nb
-// of the first neighbour with the smallest distance below FLT_MAX, or 0.
-func (g *iq2Grid) nearest2Generic(nb []uint16, x, wa, sv *[8]float32) int {
-	best := float32(math.MaxFloat32)
-	pos := 0
-	for q, j := range nb {
-		// ggml's loop over the eight coordinates, unrolled: the products
-		// are independent, the sum runs in index order.
-		p := &g.levels[j]
-		e0 := sv[p[0]&3] - x[0]
-		e1 := sv[p[1]&3] - x[1]
-		e2 := sv[p[2]&3] - x[2]
-		e3 := sv[p[3]&3] - x[3]
-		e4 := sv[p[4]&3] - x[4]
-		e5 := sv[p[5]&3] - x[5]
-		e6 := sv[p[6]&3] - x[6]
-		e7 := sv[p[7]&3] - x[7]
-		d2 := float32(float32(wa[0]*e0) * e0)
-		d2 += float32(float32(wa[1]*e1) * e1)
-		d2 += float32(float32(wa[2]*e2) * e2)
-		d2 += float32(float32(wa[3]*e3) * e3)
-		d2 += float32(float32(wa[4]*e4) * e4)
-		d2 += float32(float32(wa[5]*e5) * e5)
-		d2 += float32(float32(wa[6]*e6) * e6)
-		d2 += float32(float32(wa[7]*e7) * e7)
-		if d2 < best {
-			best, pos = d2, q
-		}
-	}
-	return pos
 }
 
 // iq1Snap looks up the group of eight levels L[8k:8k+8] on the grid; an

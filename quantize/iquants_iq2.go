@@ -40,6 +40,9 @@ const (
 	iq2MaxLevel      = 2  // kMaxQ-1: levels 0..2 stand for the odd values 1, 3, 5
 )
 
+// iq2Vals holds the grid values 2l+1 of the levels l = 0..2.
+var iq2Vals = [3]float32{1, 3, 5}
+
 // iq2FMax is C's MAX(a, b) macro, a > b ? a : b, which ggml uses for running
 // maxima: unlike Go's max it returns b when either is NaN.
 func iq2FMax(a, b float32) float32 {
@@ -124,39 +127,9 @@ func iq2EvenSigns(xval, xb, weight []float32) uint8 {
 // bestNeighbour is iq2_find_best_neighbour: among the neighbours of the
 // off-grid point whose index entry is m, the grid point closest to xval at
 // scale by squared error weighted by w (ties keep the earlier entry); L
-// gets its levels. ggml asserts that some distance is below FLT_MAX; when
-// none is (overflow or NaN), the first listed neighbour, one of the nearest
-// in level space, is taken.
+// gets its levels.
 func (g *iq2Grid) bestNeighbour(m int32, xval, w []float32, scale float32, L []uint8) {
-	nb := g.neighboursOf(m)
-	x := (*[8]float32)(xval[:8])
-	wa := (*[8]float32)(w[:8])
-	best := float32(math.MaxFloat32)
-	gi := int(nb[0])
-	for _, j := range nb {
-		// ggml's loop over the eight coordinates, unrolled: the products
-		// are independent, the sum runs in index order.
-		p := &g.values[j]
-		e0 := float32(scale*p[0]) - x[0]
-		e1 := float32(scale*p[1]) - x[1]
-		e2 := float32(scale*p[2]) - x[2]
-		e3 := float32(scale*p[3]) - x[3]
-		e4 := float32(scale*p[4]) - x[4]
-		e5 := float32(scale*p[5]) - x[5]
-		e6 := float32(scale*p[6]) - x[6]
-		e7 := float32(scale*p[7]) - x[7]
-		d2 := float32(float32(wa[0]*e0) * e0)
-		d2 += float32(float32(wa[1]*e1) * e1)
-		d2 += float32(float32(wa[2]*e2) * e2)
-		d2 += float32(float32(wa[3]*e3) * e3)
-		d2 += float32(float32(wa[4]*e4) * e4)
-		d2 += float32(float32(wa[5]*e5) * e5)
-		d2 += float32(float32(wa[6]*e6) * e6)
-		d2 += float32(float32(wa[7]*e7) * e7)
-		if d2 < best {
-			best, gi = d2, int(j)
-		}
-	}
+	gi := g.nearest(m, (*[8]float32)(xval[:8]), (*[8]float32)(w[:8]), &iq2Vals, scale)
 	copy(L[:8], g.levels[gi][:])
 }
 
@@ -174,8 +147,60 @@ func iq2Fit(weight, xval []float32, L []uint8) (sumqx, sumq2 float32) {
 // iq2Sub is the per-group search state of IQ2_XS and IQ2_S (groups of 16).
 type iq2Sub struct {
 	weight, xval, waux [16]float32
-	L, Laux            [16]uint8
-	onGrid, onGridAux  [2]bool
+	L                  [16]uint8
+	onGrid             [2]bool
+	sc                 gridScratch
+}
+
+// iq2TrialIDs fills ids with ggml's trial inverse scales
+// (2·kMaxQ−1 + is·0.1)/max for is = −n/2 .. n/2, in that order.
+func iq2TrialIDs(ids []float32, max float32) {
+	h := len(ids) / 2
+	for t := range ids {
+		is := t - h
+		ids[t] = (2*iq2MaxLevel + 1 + float32(float32(is)*0.1)) / max
+	}
+}
+
+// trialsGeneric is the trial loop that quantize_row_iq2_xxs_impl,
+// quantize_row_iq2_xs_impl and quantize_row_iq2_s_impl share: for each
+// inverse scale id in ids, in order, the levels of xval (16 or 32 values)
+// at id, each group of eight snapped to the grid (an off-grid group
+// becomes its best neighbour at 1/id), and their weighted fit; a fit
+// that beats the best so far (ggml's first-wins comparison, best starting
+// at 0) sets the scale to Σw·x·q/Σw·q² and L and onGrid (one flag a group)
+// to its levels. It returns that scale, or scale when no trial wins.
+func (g *iq2Grid) trialsGeneric(ids, xval, weight, waux []float32, scale float32, L []uint8, onGrid []bool) float32 {
+	n := len(xval)
+	var (
+		laux  [32]uint8
+		onAux [4]bool
+		best  float32
+	)
+	for _, id := range ids {
+		thisScale := 1 / id
+		for k := range n / 8 {
+			u := 0
+			for i := range 8 {
+				l := iq2Level(id, xval[8*k+i])
+				laux[8*k+i] = l
+				u |= int(l) << (2 * i)
+			}
+			onAux[k] = true
+			if m := g.index[u]; m < 0 {
+				onAux[k] = false
+				g.bestNeighbour(m, xval[8*k:], waux[8*k:], thisScale, laux[8*k:])
+			}
+		}
+		sumqx, sumq2 := iq2Fit(weight[:n], xval, laux[:n])
+		if sumq2 > 0 && sumqx*sumqx > best*sumq2 {
+			scale = sumqx / sumq2
+			best = scale * sumqx
+			copy(L[:n], laux[:n])
+			copy(onGrid, onAux[:n/8])
+		}
+	}
+	return scale
 }
 
 // search is the scale search shared by quantize_row_iq2_xs_impl and
@@ -185,33 +210,10 @@ type iq2Sub struct {
 // fitted scale. It returns the scale; s.L holds the levels.
 func (s *iq2Sub) search(g *iq2Grid, max float32) float32 {
 	s.L = [16]uint8{}
-	var best float32
-	scale := max / (2*iq2MaxLevel + 1)
 	s.onGrid = [2]bool{true, true}
-	for is := -9; is <= 9; is++ {
-		id := (2*iq2MaxLevel + 1 + float32(float32(is)*0.1)) / max
-		thisScale := 1 / id
-		for k := range 2 {
-			u := 0
-			for i := range 8 {
-				l := iq2Level(id, s.xval[8*k+i])
-				s.Laux[8*k+i] = l
-				u |= int(l) << (2 * i)
-			}
-			s.onGridAux[k] = true
-			if m := g.index[u]; m < 0 {
-				s.onGridAux[k] = false
-				g.bestNeighbour(m, s.xval[8*k:], s.waux[8*k:], thisScale, s.Laux[8*k:])
-			}
-		}
-		sumqx, sumq2 := iq2Fit(s.weight[:], s.xval[:], s.Laux[:])
-		if sumq2 > 0 && sumqx*sumqx > best*sumq2 {
-			scale = sumqx / sumq2
-			best = scale * sumqx
-			s.L = s.Laux
-			s.onGrid = s.onGridAux
-		}
-	}
+	var ids [19]float32
+	iq2TrialIDs(ids[:], max)
+	scale := g.trials(&s.sc, ids[:], s.xval[:], s.weight[:], s.waux[:], max/(2*iq2MaxLevel+1), s.L[:], s.onGrid[:])
 	if (!s.onGrid[0] || !s.onGrid[1]) && scale > 0 {
 		id := 1 / scale
 		for k := range 2 {
@@ -237,20 +239,22 @@ func (s *iq2Sub) search(g *iq2Grid, max float32) float32 {
 
 func encodeIQ2XXSRow(dst []byte, src, imatrix []float32) {
 	g := iq2xxsTables()
+	var sc gridScratch
 	for ibl := range len(src) / 256 {
-		encodeIQ2XXSBlock(g, dst[iq2xxsBlockBytes*ibl:iq2xxsBlockBytes*(ibl+1)], src[256*ibl:256*ibl+256], imatrix[256*ibl:256*ibl+256])
+		encodeIQ2XXSBlock(g, &sc, dst[iq2xxsBlockBytes*ibl:iq2xxsBlockBytes*(ibl+1)], src[256*ibl:256*ibl+256], imatrix[256*ibl:256*ibl+256])
 	}
 }
 
 // encodeIQ2XXSBlock is one super-block of quantize_row_iq2_xxs_impl: eight
 // groups of 32, each four grid points (8-bit indices) with 7-bit sign
 // patterns and a 4-bit scale.
-func encodeIQ2XXSBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
+func encodeIQ2XXSBlock(g *iq2Grid, sc *gridScratch, y []byte, xbl, qw []float32) {
 	y = y[:iq2xxsBlockBytes]
 	var (
 		scales             [8]float32
 		weight, xval, waux [32]float32
-		L, Laux            [32]uint8
+		L                  [32]uint8
+		onGrid             [4]bool // only the trial loop's output: every group is redone
 		blockSigns         [4]uint8
 		q2                 [16]uint32
 		maxScale           float32
@@ -280,28 +284,9 @@ func encodeIQ2XXSBlock(g *iq2Grid, y []byte, xbl, qw []float32) {
 			L = [32]uint8{}
 			continue
 		}
-		var best float32
-		for is := -6; is <= 6; is++ {
-			id := (2*iq2MaxLevel + 1 + float32(float32(is)*0.1)) / effMax
-			thisScale := 1 / id
-			for k := range 4 {
-				u := 0
-				for i := range 8 {
-					l := iq2Level(id, xval[8*k+i])
-					Laux[8*k+i] = l
-					u |= int(l) << (2 * i)
-				}
-				if m := g.index[u]; m < 0 {
-					g.bestNeighbour(m, xval[8*k:], waux[8*k:], thisScale, Laux[8*k:])
-				}
-			}
-			sumqx, sumq2 := iq2Fit(weight[:], xval[:], Laux[:])
-			if sumq2 > 0 && sumqx*sumqx > best*sumq2 {
-				scale = sumqx / sumq2
-				best = scale * sumqx
-				L = Laux
-			}
-		}
+		var ids [13]float32
+		iq2TrialIDs(ids[:], effMax)
+		scale = g.trials(sc, ids[:], xval[:], weight[:], waux[:], scale, L[:], onGrid[:])
 		if scale > 0 {
 			id := 1 / scale
 			for k := range 4 {
