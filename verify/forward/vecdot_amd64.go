@@ -55,6 +55,9 @@ func q8RawRowsAVX2(x *byte, b *int8, xd *float32, blocks, rows int, out *float32
 //go:noescape
 func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float32)
 
+//go:noescape
+func q8RawDot4VNNI(x *byte, b *[4]*uint8, xd *[4]*float32, blocks int, out *float32)
+
 var (
 	useAVX2 = cpu.X86.HasAVX2
 	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
@@ -62,6 +65,9 @@ var (
 	// useVNNI: the fused K-quant kernels' four-input forms add the scaled
 	// pair sums with VPDPWSSD (AVX512-VNNI on 256-bit registers).
 	useVNNI = useF16C && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
+	// q8Unsigned: quantizeAct also keeps Q8_0 levels + 128 (qact.qu) for
+	// q8RawDot4VNNI.
+	q8Unsigned = useVNNI
 )
 
 // i8sums16 sets out[i] to Σ a·b over the 16 values from i·16 on: len(b)
@@ -299,8 +305,9 @@ func q8RawRows(x []byte, b []int8, xd []float32, out []float32) {
 	q8RawRowsAVX2(&x[0], &b[0], &xd[0], blocks, len(out), &out[0])
 }
 
-// q8RawDot4 is q8RawDot1 of x with four activations.
-func q8RawDot4(x []byte, b [4][]int8, xd [4][]float32) (s [4]float32) {
+// q8RawDot4 is q8RawDot1 of x with four activations (levels b[i], scales
+// xd[i]); bu[i], when set, are b[i]'s levels + 128, for the VNNI kernel.
+func q8RawDot4(x []byte, b [4][]int8, bu [4][]uint8, xd [4][]float32) (s [4]float32) {
 	blocks := len(x) / 34
 	if !useF16C || blocks == 0 {
 		for i := range s {
@@ -308,11 +315,24 @@ func q8RawDot4(x []byte, b [4][]int8, xd [4][]float32) (s [4]float32) {
 		}
 		return s
 	}
-	var bp [4]*int8
 	var xp [4]*float32
 	for i := range 4 {
-		_, _ = b[i][32*blocks-1], xd[i][blocks-1]
-		bp[i], xp[i] = &b[i][0], &xd[i][0]
+		_ = xd[i][blocks-1]
+		xp[i] = &xd[i][0]
+	}
+	if useVNNI && bu[0] != nil && bu[1] != nil && bu[2] != nil && bu[3] != nil {
+		var up [4]*uint8
+		for i := range 4 {
+			_ = bu[i][32*blocks-1]
+			up[i] = &bu[i][0]
+		}
+		q8RawDot4VNNI(&x[0], &up, &xp, blocks, &s[0])
+		return s
+	}
+	var bp [4]*int8
+	for i := range 4 {
+		_ = b[i][32*blocks-1]
+		bp[i] = &b[i][0]
 	}
 	q8RawDot4AVX2(&x[0], &bp, &xp, blocks, &s[0])
 	return s

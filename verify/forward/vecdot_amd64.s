@@ -27,6 +27,11 @@ GLOBL kmask0f<>(SB), RODATA|NOPTR, $4
 DATA kmask30<>+0(SB)/4, $0x30303030
 GLOBL kmask30<>(SB), RODATA|NOPTR, $4
 
+// 0x80 in every byte of a dword (q8RawDot4VNNI: 128 as VPDPBUSD's unsigned
+// operand).
+DATA kmask80<>+0(SB)/4, $0x80808080
+GLOBL kmask80<>(SB), RODATA|NOPTR, $4
+
 // func i8sums16AVX2(a *byte, astride int, b *int8, groups int, out *int32)
 //
 // For each group of 32: |a| (unsigned) times b with a's sign (VPSIGNB),
@@ -1175,6 +1180,76 @@ q84loop:
 	JMP         q84loop
 
 q84done:
+	HSUM4(Y8, Y9, Y10, Y11, X8, X9, (DX))
+	VZEROUPPER
+	RET
+
+// One input's step of q8RawDot4VNNI: its 32 levels + 128 at B times the
+// block's signed levels in Y0 by VPDPBUSD into an int32 lane sum that
+// starts at Y12 (−128·Σ of the lane's four weight levels), so the lane ends
+// at Σ w·a exactly; then as Q8SUM's caller: to float32, times d·xd, added.
+#define Q8VTOK(B, XD, ACC) \
+	VMOVDQU      B, Y2; \
+	VMOVDQU      Y12, Y4; \
+	VPDPBUSD     Y0, Y2, Y4; \
+	VCVTDQ2PS    Y4, Y4; \
+	VBROADCASTSS XD, Y6; \
+	VMULPS       Y7, Y6, Y6; \
+	VFMADD231PS  Y6, Y4, ACC
+
+// func q8RawDot4VNNI(x *byte, b *[4]*uint8, xd *[4]*float32, blocks int, out *float32)
+//
+// q8RawDot4AVX2 with AVX512-VNNI's VPDPBUSD on 256-bit registers, the
+// inputs' levels given + 128 (unsigned): each block's lane sums are the
+// same integers as VPSIGNB, VPMADDUBSW and VPMADDWD give, in one multiply
+// step instead of three (the correction −128·Σw computed once per block
+// for the four inputs), and the float steps are q8RawDot4AVX2's, so the
+// results are its bits.
+TEXT ·q8RawDot4VNNI(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), SI
+	MOVQ         b+8(FP), AX
+	MOVQ         0(AX), R8
+	MOVQ         8(AX), R9
+	MOVQ         16(AX), R10
+	MOVQ         24(AX), R11
+	MOVQ         xd+16(FP), AX
+	MOVQ         0(AX), R12
+	MOVQ         8(AX), R13
+	MOVQ         16(AX), R14
+	MOVQ         24(AX), R15
+	MOVQ         blocks+24(FP), CX
+	MOVQ         out+32(FP), DX
+	VPBROADCASTD kmask80<>(SB), Y15
+	VXORPS       Y8, Y8, Y8
+	VXORPS       Y9, Y9, Y9
+	VXORPS       Y10, Y10, Y10
+	VXORPS       Y11, Y11, Y11
+	XORQ         BX, BX
+
+q8vloop:
+	TESTQ        CX, CX
+	JEQ          q8vdone
+	VPBROADCASTW (SI), X5
+	VCVTPH2PS    X5, Y7
+	VMOVDQU      2(SI), Y0
+	VPXOR        Y1, Y1, Y1
+	VPDPBUSD     Y0, Y15, Y1
+	VPXOR        Y12, Y12, Y12
+	VPSUBD       Y1, Y12, Y12
+	Q8VTOK((R8), (R12)(BX*4), Y8)
+	Q8VTOK((R9), (R13)(BX*4), Y9)
+	Q8VTOK((R10), (R14)(BX*4), Y10)
+	Q8VTOK((R11), (R15)(BX*4), Y11)
+	ADDQ         $34, SI
+	ADDQ         $32, R8
+	ADDQ         $32, R9
+	ADDQ         $32, R10
+	ADDQ         $32, R11
+	INCQ         BX
+	DECQ         CX
+	JMP          q8vloop
+
+q8vdone:
 	HSUM4(Y8, Y9, Y10, Y11, X8, X9, (DX))
 	VZEROUPPER
 	RET

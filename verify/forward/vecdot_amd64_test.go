@@ -2,7 +2,13 @@
 
 package forward
 
-import "testing"
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ggufkit/ggufkit/quantize"
+)
 
 // TestKFusedAVX2 runs checkKFused with the AVX2 four-input kernels where
 // the CPU would pick the VNNI ones, so both stay exact.
@@ -13,4 +19,47 @@ func TestKFusedAVX2(t *testing.T) {
 	useVNNI = false
 	defer func() { useVNNI = true }()
 	checkKFused(t)
+}
+
+// TestQ8RawDot4VNNI checks that the VNNI kernel of four inputs on stored
+// Q8_0 blocks (levels + 128 by VPDPBUSD) gives the AVX2 one's bits, with
+// the extreme levels (−128 stored, ±127 in the inputs), for 0 to 9 blocks.
+func TestQ8RawDot4VNNI(t *testing.T) {
+	if !useVNNI {
+		t.Skip("no AVX512-VNNI on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	for blocks := range 10 {
+		raw := make([]byte, 34*blocks)
+		var b [4][]int8
+		var bu [4][]uint8
+		var xd [4][]float32
+		for i := range 4 {
+			b[i], bu[i], xd[i] = make([]int8, 32*blocks), make([]uint8, 32*blocks), make([]float32, blocks)
+		}
+		for g := range blocks {
+			le.PutUint16(raw[34*g:], quantize.FP32ToFP16(float32(rng.NormFloat64())))
+			for j := range 32 {
+				raw[34*g+2+j] = byte(rng.Uint32())
+			}
+			raw[34*g+2+g%32] = 0x80 // −128
+			for i := range 4 {
+				xd[i][g] = float32(rng.ExpFloat64())
+				for j := range 32 {
+					v := int8(rng.IntN(255) - 127)
+					if j == g%32 {
+						v = int8(127 - 254*(i%2))
+					}
+					b[i][32*g+j], bu[i][32*g+j] = v, uint8(v)^0x80
+				}
+			}
+		}
+		got := q8RawDot4(raw, b, bu, xd)
+		want := q8RawDot4(raw, b, [4][]uint8{}, xd)
+		for i := range 4 {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Errorf("%d blocks, input %d: VNNI %g, AVX2 %g", blocks, i, got[i], want[i])
+			}
+		}
+	}
 }

@@ -73,8 +73,11 @@ func q8RawDot1(x []byte, b []int8, xd []float32) float32 { return q8RawDotGeneri
 // length, one after the other).
 func q8RawRows(x []byte, b []int8, xd []float32, out []float32) { q8RawRowsGeneric(x, b, xd, out) }
 
-// q8RawDot4 is q8RawDot1 of x with four activations.
-func q8RawDot4(x []byte, b [4][]int8, xd [4][]float32) (s [4]float32) {
+// q8Unsigned is false: no kernel here takes Q8_0 levels + 128.
+const q8Unsigned = false
+
+// q8RawDot4 is q8RawDot1 of x with four activations (bu unused here).
+func q8RawDot4(x []byte, b [4][]int8, _ [4][]uint8, xd [4][]float32) (s [4]float32) {
 	for i := range s {
 		s[i] = q8RawDotGeneric(x, b[i], xd[i])
 	}
