@@ -176,7 +176,8 @@ const (
 type mulScratch struct {
 	rows [][]qrow
 	acts []qact
-	enc  []byte // the inputs' Q8_K blocks one after the other (fused kernels)
+	enc  []byte    // the inputs' Q8_K blocks one after the other (fused kernels)
+	xd4  []float32 // Q8_0 rows in tiles (q8Unsigned): the inputs' scales four by four per block
 }
 
 // mulBlocks is mul on the stored blocks: every input converted once to the
@@ -210,6 +211,21 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 	})
 	if err != nil || bad.Load() {
 		return false, err
+	}
+	// Q8_0 rows with the VNNI kernels: a tile of rows meets four inputs
+	// per call (q8RawRows4), their scales interleaved here once.
+	q8Tile := q8Unsigned && bt.blockType() == gguf.Q8_0 && len(x) >= 4
+	nb := w.cols / 32
+	if q8Tile {
+		s.mm.xd4 = grow(s.mm.xd4, len(x)/4*4*nb)
+		for t := 0; t+4 <= len(x); t += 4 {
+			xd4 := s.mm.xd4[t*nb : (t+4)*nb]
+			for i := range 4 {
+				for b, d := range acts[t+i].d[:nb] {
+					xd4[4*b+i] = d
+				}
+			}
+		}
 	}
 	rowBytes := w.cols / k.block * k.bytes
 	unpacked := w.cols // bytes of an unpacked row
@@ -273,6 +289,25 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 					rows[r].kf.rows(rows[r].raw, s.mm.enc[t0*stride:], stride, t1-t0, res[:])
 					for t := t0; t < t1; t++ {
 						out[t][r0+r] = res[t-t0]
+					}
+				}
+				continue
+			}
+			if q8Tile {
+				t := t0
+				for ; t+4 <= t1; t += 4 {
+					var res [4 * maxChunkRows]float32
+					a := acts[t : t+4 : t+4]
+					q8RawRows4(data[:n*rowBytes], [4][]int8{a[0].qs, a[1].qs, a[2].qs, a[3].qs},
+						[4][]uint8{a[0].qu, a[1].qu, a[2].qu, a[3].qu}, [4][]float32{a[0].d, a[1].d, a[2].d, a[3].d},
+						s.mm.xd4[t*nb:(t+4)*nb], res[:4*n])
+					for r := range n {
+						out[t][r0+r], out[t+1][r0+r], out[t+2][r0+r], out[t+3][r0+r] = res[4*r], res[4*r+1], res[4*r+2], res[4*r+3]
+					}
+				}
+				for ; t < t1; t++ {
+					for r := range rows {
+						out[t][r0+r] = rows[r].dot(k.act, &acts[t])
 					}
 				}
 				continue

@@ -23,7 +23,8 @@ func TestKFusedAVX2(t *testing.T) {
 
 // TestQ8RawDot4VNNI checks that the VNNI kernel of four inputs on stored
 // Q8_0 blocks (levels + 128 by VPDPBUSD) gives the AVX2 one's bits, with
-// the extreme levels (−128 stored, ±127 in the inputs), for 0 to 9 blocks.
+// the extreme levels (−128 stored, ±127 in the inputs), for 0 to 9 blocks,
+// and that the tile kernel (q8RawRows4, three rows) gives those bits too.
 func TestQ8RawDot4VNNI(t *testing.T) {
 	if !useVNNI {
 		t.Skip("no AVX512-VNNI on this CPU")
@@ -59,6 +60,28 @@ func TestQ8RawDot4VNNI(t *testing.T) {
 		for i := range 4 {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Errorf("%d blocks, input %d: VNNI %g, AVX2 %g", blocks, i, got[i], want[i])
+			}
+		}
+		three := append(append(append([]byte{}, raw...), raw...), raw...)
+		for k := range 3 {
+			if blocks > 0 {
+				three[(k+1)*len(raw)-1] ^= byte(k)
+			}
+		}
+		xd4 := make([]float32, 4*blocks)
+		for g := range blocks {
+			for i := range 4 {
+				xd4[4*g+i] = xd[i][g]
+			}
+		}
+		tile := make([]float32, 12)
+		q8RawRows4(three, b, bu, xd, xd4, tile)
+		for k := range 3 {
+			want := q8RawDot4(three[k*len(raw):(k+1)*len(raw)], b, bu, xd)
+			for i := range 4 {
+				if math.Float32bits(tile[4*k+i]) != math.Float32bits(want[i]) {
+					t.Errorf("%d blocks, row %d, input %d: tile %g, q8RawDot4 %g", blocks, k, i, tile[4*k+i], want[i])
+				}
 			}
 		}
 	}
