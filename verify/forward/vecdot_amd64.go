@@ -23,6 +23,9 @@ func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) flo
 func q4kDot4AVX2(x, a *byte, astride int, blocks int, out *float32, vnni bool)
 
 //go:noescape
+func q4kDot8VNNI(x, a *byte, astride int, blocks int, out *float32)
+
+//go:noescape
 func q4kRowsAVX2(x, a *byte, blocks, rows int, out *float32)
 
 //go:noescape
@@ -134,12 +137,28 @@ func dotK(a, b []int8, scales []int32, out []int32) {
 type kAsm struct {
 	four func(x, a *byte, astride int, blocks int, out *float32, vnni bool)
 	rows func(x, a *byte, blocks, rows int, out *float32)
+	// eight: eight activations stride bytes apart (VNNI only; nil: none).
+	eight func(x, a *byte, astride int, blocks int, out *float32)
 }
 
 var (
-	q4kAsm = kAsm{q4kDot4AVX2, q4kRowsAVX2}
-	q6kAsm = kAsm{q6kDot4AVX2, q6kRowsAVX2}
+	q4kAsm = kAsm{q4kDot4AVX2, q4kRowsAVX2, q4kDot8VNNI}
+	q6kAsm = kAsm{q6kDot4AVX2, q6kRowsAVX2, nil}
 )
+
+// dot8 sets out[0:8] to the products of the blocks x with the eight
+// activations a, a[stride:], … a[7·stride:], each with dot4's bits, and
+// reports true; false, having done nothing, where no eight-input kernel
+// runs (then dot4 does).
+func (k *kFused) dot8(x, a []byte, stride int, out []float32) bool {
+	blocks := len(x) / k.bytes
+	if !useVNNI || k.asm.eight == nil || blocks == 0 {
+		return false
+	}
+	_, _ = a[7*stride+blocks*q8KBytes-1], out[7]
+	k.asm.eight(&x[0], &a[0], stride, blocks, &out[0])
+	return true
+}
 
 // dot4 sets out[0:4] to the products of the blocks x with the four
 // activations a, a[stride:], a[2·stride:], a[3·stride:].

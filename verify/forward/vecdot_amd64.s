@@ -1326,3 +1326,92 @@ q8tend:
 q8tdone:
 	VZEROUPPER
 	RET
+
+// The eight-token Q4_K kernel (AVX512-VNNI with AVX512VL, so Y16–Y31 are
+// there): tokens 0–3 as q4kDot4AVX2's VNNI form (Y0–Y7), tokens 4–7 at R11
+// = DI + 4·R8 with their float32 sums in Y16–Y19 and int32 sums in
+// Y20–Y23, the same steps per token, so each token's product has the
+// four-token kernel's bits; the levels split and the scales widened once
+// per block serve eight tokens instead of four.
+
+// Q4TOKS4 for tokens 4–7.
+#define Q4TOKS4H(A0, A1) \
+	Q4TOKV(A0(R11), A1(R11), Y20); \
+	Q4TOKV(A0(R11)(R8*1), A1(R11)(R8*1), Y21); \
+	Q4TOKV(A0(R11)(R8*2), A1(R11)(R8*2), Y22); \
+	Q4TOKV(A0(R11)(R9*1), A1(R11)(R9*1), Y23)
+
+// Q4END for tokens 4–7 (EVEX VPXORD clears the upper registers).
+#define Q4ENDH(D, BS, ACC, FACC) \
+	VBROADCASTSS D, Y10; \
+	VMULPS       Y12, Y10, Y11; \
+	VMULPS       Y14, Y10, Y10; \
+	VCVTDQ2PS    ACC, ACC; \
+	VFMADD231PS  Y11, ACC, FACC; \
+	VMOVDQU      BS, Y13; \
+	VPMADDWD     16(R10), Y13, Y13; \
+	VCVTDQ2PS    Y13, Y13; \
+	VFNMADD231PS Y10, Y13, FACC; \
+	VPXORD       ACC, ACC, ACC
+
+// func q4kDot8VNNI(x *byte, a *byte, astride int, blocks int, out *float32)
+TEXT ·q4kDot8VNNI(SB), NOSPLIT, $48-40
+	MOVQ   x+0(FP), SI
+	MOVQ   a+8(FP), DI
+	MOVQ   astride+16(FP), R8
+	MOVQ   blocks+24(FP), CX
+	MOVQ   out+32(FP), DX
+	LEAQ   (R8)(R8*2), R9
+	LEAQ   (DI)(R8*4), R11
+	LEAQ   0(SP), R10
+	KPROLOGUE
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	VPXORD Y20, Y20, Y20
+	VPXORD Y21, Y21, Y21
+	VPXORD Y22, Y22, Y22
+	VPXORD Y23, Y23, Y23
+
+q48block:
+	TESTQ CX, CX
+	JEQ   q48done
+	Q4SCALES
+	Q4SPLIT(16(SI), 0(R10), 2(R10))
+	Q4TOKS4(Q4TOKV, 4, 36)
+	Q4TOKS4H(4, 36)
+	Q4SPLIT(48(SI), 4(R10), 6(R10))
+	Q4TOKS4(Q4TOKV, 68, 100)
+	Q4TOKS4H(68, 100)
+	Q4SPLIT(80(SI), 8(R10), 10(R10))
+	Q4TOKS4(Q4TOKV, 132, 164)
+	Q4TOKS4H(132, 164)
+	Q4SPLIT(112(SI), 12(R10), 14(R10))
+	Q4TOKS4(Q4TOKV, 196, 228)
+	Q4TOKS4H(196, 228)
+	Q4D
+	Q4END((DI), 260(DI), Y4, Y0)
+	Q4END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1)
+	Q4END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2)
+	Q4END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
+	Q4ENDH((R11), 260(R11), Y20, Y16)
+	Q4ENDH((R11)(R8*1), 260(R11)(R8*1), Y21, Y17)
+	Q4ENDH((R11)(R8*2), 260(R11)(R8*2), Y22, Y18)
+	Q4ENDH((R11)(R9*1), 260(R11)(R9*1), Y23, Y19)
+	ADDQ  $144, SI
+	ADDQ  $292, DI
+	ADDQ  $292, R11
+	DECQ  CX
+	JMP   q48block
+
+q48done:
+	KSTORE4
+	VMOVUPS Y16, Y0
+	VMOVUPS Y17, Y1
+	VMOVUPS Y18, Y2
+	VMOVUPS Y19, Y3
+	ADDQ    $16, DX
+	KSTORE4
+	VZEROUPPER
+	RET

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/ggufkit/ggufkit/gguf"
 	"github.com/ggufkit/ggufkit/quantize"
 )
 
@@ -81,6 +82,43 @@ func TestQ8RawDot4VNNI(t *testing.T) {
 			for i := range 4 {
 				if math.Float32bits(tile[4*k+i]) != math.Float32bits(want[i]) {
 					t.Errorf("%d blocks, row %d, input %d: tile %g, q8RawDot4 %g", blocks, k, i, tile[4*k+i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestKFusedDot8 checks that the eight-input fused kernels give, token by
+// token, the four-input ones' bits, for 0 to 4 super-blocks.
+func TestKFusedDot8(t *testing.T) {
+	if !useVNNI {
+		t.Skip("no AVX512-VNNI on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K} {
+		k := vecKernels[typ]
+		for blocks := range 5 {
+			var r qrow
+			row := randomBlocks(rng, typ, 256*blocks)
+			k.unpack(&r, row, 256*blocks)
+			stride := blocks*q8KBytes + 4
+			a := make([]byte, 8*stride)
+			for i := range a {
+				a[i] = byte(rng.Uint32())
+			}
+			for tok := range 8 {
+				for b := range blocks {
+					le.PutUint32(a[tok*stride+b*q8KBytes:], math.Float32bits(float32(rng.ExpFloat64())))
+				}
+			}
+			got, want := make([]float32, 8), make([]float32, 8)
+			r.kf.rows(row, a, stride, 8, got)
+			for t0 := 0; t0 < 8; t0 += 4 {
+				r.kf.dot4(row, a[t0*stride:], stride, want[t0:t0+4])
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Errorf("%s, %d blocks, token %d: eight-input %g, four-input %g", typ, blocks, i, got[i], want[i])
 				}
 			}
 		}

@@ -30,6 +30,9 @@ var q4kAsm, q6kAsm kAsm
 // activations a, a[stride:], a[2·stride:], a[3·stride:].
 func (k *kFused) dot4(x, a []byte, stride int, out []float32) { k.dot4Generic(x, a, stride, out) }
 
+// dot8 reports false: no eight-input kernel in this build (dot4 runs).
+func (k *kFused) dot8(_, _ []byte, _ int, _ []float32) bool { return false }
+
 // dot1 is the product of the blocks x with the activation a.
 func (k *kFused) dot1(x, a []byte) float32 { return k.generic(x, a) }
 

@@ -33,6 +33,9 @@ var (
 // activations of Q8_K blocks, the first at a[0], the next stride bytes on.
 func (k *kFused) rows(x, a []byte, stride, n int, out []float32) {
 	t := 0
+	for t+8 <= n && k.dot8(x, a[t*stride:], stride, out[t:t+8]) {
+		t += 8
+	}
 	for ; t+4 <= n; t += 4 {
 		k.dot4(x, a[t*stride:], stride, out[t:t+4])
 	}
