@@ -32,6 +32,9 @@ func q4kRowsAVX2(x, a *byte, blocks, rows int, out *float32)
 func q6kDot4AVX2(x, a *byte, astride int, blocks int, out *float32, vnni bool)
 
 //go:noescape
+func q6kDot8VNNI(x, a *byte, astride int, blocks int, out *float32)
+
+//go:noescape
 func q6kRowsAVX2(x, a *byte, blocks, rows int, out *float32)
 
 //go:noescape
@@ -137,13 +140,13 @@ func dotK(a, b []int8, scales []int32, out []int32) {
 type kAsm struct {
 	four func(x, a *byte, astride int, blocks int, out *float32, vnni bool)
 	rows func(x, a *byte, blocks, rows int, out *float32)
-	// eight: eight activations stride bytes apart (VNNI only; nil: none).
+	// eight: eight activations stride bytes apart (VNNI only).
 	eight func(x, a *byte, astride int, blocks int, out *float32)
 }
 
 var (
 	q4kAsm = kAsm{q4kDot4AVX2, q4kRowsAVX2, q4kDot8VNNI}
-	q6kAsm = kAsm{q6kDot4AVX2, q6kRowsAVX2, nil}
+	q6kAsm = kAsm{q6kDot4AVX2, q6kRowsAVX2, q6kDot8VNNI}
 )
 
 // dot8 sets out[0:8] to the products of the blocks x with the eight
@@ -152,7 +155,7 @@ var (
 // runs (then dot4 does).
 func (k *kFused) dot8(x, a []byte, stride int, out []float32) bool {
 	blocks := len(x) / k.bytes
-	if !useVNNI || k.asm.eight == nil || blocks == 0 {
+	if !useVNNI || blocks == 0 {
 		return false
 	}
 	_, _ = a[7*stride+blocks*q8KBytes-1], out[7]

@@ -1415,3 +1415,93 @@ q48done:
 	KSTORE4
 	VZEROUPPER
 	RET
+
+// The eight-token Q6_K kernel, as q4kDot8VNNI: tokens 4–7 at R11 with
+// Y16–Y19 (float32) and Y20–Y23 (int32), each token's steps those of
+// q6kDot4AVX2's VNNI form.
+
+// The VNNI token step for the eight tokens, their levels at A of each.
+#define TOKS8(A) \
+	TOKS4(Q6TOKV, A); \
+	Q6TOKV(A(R11), Y20); \
+	Q6TOKV(A(R11)(R8*1), Y21); \
+	Q6TOKV(A(R11)(R8*2), Y22); \
+	Q6TOKV(A(R11)(R9*1), Y23)
+
+// Q6HALF4 for eight tokens.
+#define Q6HALF8(QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
+	Q6L0(QL0, QH); \
+	Q6SC(S0, S1); \
+	TOKS8(A0); \
+	Q6L1(QL1, QH); \
+	Q6SC(S2, S3); \
+	TOKS8(A1); \
+	Q6L2(QL0, QH); \
+	Q6SC(S4, S5); \
+	TOKS8(A2); \
+	Q6L3(QL1, QH); \
+	Q6SC(S6, S7); \
+	TOKS8(A3)
+
+// Q6END for tokens 4–7 (EVEX VPXORD clears the upper registers).
+#define Q6ENDH(D, BS, ACC, FACC) \
+	VMOVDQU      BS, Y12; \
+	VPMADDWD     0(R10), Y12, Y12; \
+	VPSLLD       $5, Y12, Y12; \
+	VPSUBD       Y12, ACC, ACC; \
+	VCVTDQ2PS    ACC, ACC; \
+	VBROADCASTSS D, Y12; \
+	VMULPS       Y13, Y12, Y12; \
+	VFMADD231PS  Y12, ACC, FACC; \
+	VPXORD       ACC, ACC, ACC
+
+// func q6kDot8VNNI(x *byte, a *byte, astride int, blocks int, out *float32)
+TEXT ·q6kDot8VNNI(SB), NOSPLIT, $32-40
+	MOVQ   x+0(FP), SI
+	MOVQ   a+8(FP), DI
+	MOVQ   astride+16(FP), R8
+	MOVQ   blocks+24(FP), CX
+	MOVQ   out+32(FP), DX
+	LEAQ   (R8)(R8*2), R9
+	LEAQ   (DI)(R8*4), R11
+	LEAQ   0(SP), R10
+	Q6PROLOGUE
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	VPXORD Y20, Y20, Y20
+	VPXORD Y21, Y21, Y21
+	VPXORD Y22, Y22, Y22
+	VPXORD Y23, Y23, Y23
+
+q68block:
+	TESTQ CX, CX
+	JEQ   q68done
+	Q6SCALES
+	Q6HALF8(0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100)
+	Q6HALF8(64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228)
+	Q6END((DI), 260(DI), Y4, Y0)
+	Q6END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1)
+	Q6END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2)
+	Q6END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
+	Q6ENDH((R11), 260(R11), Y20, Y16)
+	Q6ENDH((R11)(R8*1), 260(R11)(R8*1), Y21, Y17)
+	Q6ENDH((R11)(R8*2), 260(R11)(R8*2), Y22, Y18)
+	Q6ENDH((R11)(R9*1), 260(R11)(R9*1), Y23, Y19)
+	ADDQ  $210, SI
+	ADDQ  $292, DI
+	ADDQ  $292, R11
+	DECQ  CX
+	JMP   q68block
+
+q68done:
+	KSTORE4
+	VMOVUPS Y16, Y0
+	VMOVUPS Y17, Y1
+	VMOVUPS Y18, Y2
+	VMOVUPS Y19, Y3
+	ADDQ    $16, DX
+	KSTORE4
+	VZEROUPPER
+	RET
