@@ -212,19 +212,25 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 	if err != nil || bad.Load() {
 		return false, err
 	}
-	// Q8_0 rows with the VNNI kernels: a tile of rows meets four inputs
-	// per call (q8RawRows4), their scales interleaved here once.
+	// Q8_0 rows with the VNNI kernels: a tile of rows meets eight inputs
+	// per call (q8RawRows8; four at the end: q8RawRows4), their scales
+	// interleaved here once, eight (or four) per block.
 	q8Tile := q8Unsigned && bt.blockType() == gguf.Q8_0 && len(x) >= 4
 	nb := w.cols / 32
 	if q8Tile {
 		s.mm.xd4 = grow(s.mm.xd4, len(x)/4*4*nb)
-		for t := 0; t+4 <= len(x); t += 4 {
-			xd4 := s.mm.xd4[t*nb : (t+4)*nb]
-			for i := range 4 {
+		for t := 0; t+4 <= len(x); {
+			g := 4
+			if t+8 <= len(x) {
+				g = 8
+			}
+			xd := s.mm.xd4[t*nb : (t+g)*nb]
+			for i := range g {
 				for b, d := range acts[t+i].d[:nb] {
-					xd4[4*b+i] = d
+					xd[g*b+i] = d
 				}
 			}
+			t += g
 		}
 	}
 	rowBytes := w.cols / k.block * k.bytes
@@ -295,6 +301,19 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 			}
 			if q8Tile {
 				t := t0
+				for ; t+8 <= t1; t += 8 {
+					var res [8 * maxChunkRows]float32
+					a := acts[t : t+8 : t+8]
+					if !q8RawRows8(data[:n*rowBytes], [8][]uint8{a[0].qu, a[1].qu, a[2].qu, a[3].qu, a[4].qu, a[5].qu, a[6].qu, a[7].qu},
+						s.mm.xd4[t*nb:(t+8)*nb], res[:8*n]) {
+						break // no VNNI (a test's switch): q8RawRows4's Go form ignores xd4's order
+					}
+					for r := range n {
+						for i, o := range out[t : t+8] {
+							o[r0+r] = res[8*r+i]
+						}
+					}
+				}
 				for ; t+4 <= t1; t += 4 {
 					var res [4 * maxChunkRows]float32
 					a := acts[t : t+4 : t+4]

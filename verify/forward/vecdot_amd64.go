@@ -65,6 +65,9 @@ func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float
 func q8RawRows4VNNI(x *byte, b *[4]*uint8, xd4 *float32, blocks, rows int, out *float32)
 
 //go:noescape
+func q8RawRows8VNNI(x *byte, b *[8]*uint8, xd8 *float32, blocks, rows int, out *float32)
+
+//go:noescape
 func q8RawDot4VNNI(x *byte, b *[4]*uint8, xd *[4]*float32, blocks int, out *float32)
 
 var (
@@ -384,4 +387,31 @@ func q8RawRows4(x []byte, b [4][]int8, bu [4][]uint8, xd [4][]float32, xd4 []flo
 	}
 	_, _ = x[rows*n-1], xd4[4*blocks-1]
 	q8RawRows4VNNI(&x[0], &up, &xd4[0], blocks, rows, &out[0])
+}
+
+// q8RawRows8 sets out[8r+t] to q8RawRows4's product of row r of x with
+// activation t of eight (levels + 128 in bu, scales interleaved eight per
+// block in xd8) and reports true; false, having done nothing, where no
+// eight-input kernel runs (then q8RawRows4 does).
+func q8RawRows8(x []byte, bu [8][]uint8, xd8 []float32, out []float32) bool {
+	rows := len(out) / 8
+	if !useVNNI || rows == 0 {
+		return false
+	}
+	n := len(x) / rows
+	blocks := n / 34
+	if blocks == 0 {
+		return false
+	}
+	var up [8]*uint8
+	for i := range 8 {
+		if bu[i] == nil {
+			return false
+		}
+		_ = bu[i][32*blocks-1]
+		up[i] = &bu[i][0]
+	}
+	_, _ = x[rows*n-1], xd8[8*blocks-1]
+	q8RawRows8VNNI(&x[0], &up, &xd8[0], blocks, rows, &out[0])
+	return true
 }

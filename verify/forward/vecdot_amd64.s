@@ -1505,3 +1505,85 @@ q68done:
 	KSTORE4
 	VZEROUPPER
 	RET
+
+// func q8RawRows8VNNI(x *byte, b *[8]*uint8, xd8 *float32, blocks, rows int, out *float32)
+//
+// q8RawRows4VNNI for eight inputs: out[8r+t]; inputs 4–7 summed in
+// Y16–Y19, each input's steps those of q8RawRows4VNNI, so the results are
+// its bits; the block's levels, correction and d serve eight inputs.
+TEXT ·q8RawRows8VNNI(SB), NOSPLIT, $32-48
+	MOVQ         x+0(FP), SI
+	MOVQ         rows+32(FP), R13
+	MOVQ         out+40(FP), DX
+	VPBROADCASTD kmask80<>(SB), Y15
+
+q88row:
+	TESTQ  R13, R13
+	JEQ    q88done
+	MOVQ   b+8(FP), AX
+	MOVQ   0(AX), R8
+	MOVQ   8(AX), R9
+	MOVQ   16(AX), R10
+	MOVQ   24(AX), R11
+	MOVQ   32(AX), R12
+	MOVQ   40(AX), R14
+	MOVQ   48(AX), R15
+	MOVQ   56(AX), BX
+	MOVQ   xd8+16(FP), DI
+	MOVQ   blocks+24(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+
+q88loop:
+	TESTQ        CX, CX
+	JEQ          q88end
+	VPBROADCASTW (SI), X5
+	VCVTPH2PS    X5, Y7
+	VMULPS       (DI), Y7, Y6
+	VMOVUPS      Y6, 0(SP)
+	VMOVDQU      2(SI), Y0
+	VPXOR        Y1, Y1, Y1
+	VPDPBUSD     Y0, Y15, Y1
+	VPXOR        Y12, Y12, Y12
+	VPSUBD       Y1, Y12, Y12
+	Q8VTOKF((R8), 0, Y8)
+	Q8VTOKF((R9), 4, Y9)
+	Q8VTOKF((R10), 8, Y10)
+	Q8VTOKF((R11), 12, Y11)
+	Q8VTOKF((R12), 16, Y16)
+	Q8VTOKF((R14), 20, Y17)
+	Q8VTOKF((R15), 24, Y18)
+	Q8VTOKF((BX), 28, Y19)
+	ADDQ         $34, SI
+	ADDQ         $32, R8
+	ADDQ         $32, R9
+	ADDQ         $32, R10
+	ADDQ         $32, R11
+	ADDQ         $32, R12
+	ADDQ         $32, R14
+	ADDQ         $32, R15
+	ADDQ         $32, BX
+	ADDQ         $32, DI
+	DECQ         CX
+	JMP          q88loop
+
+q88end:
+	HSUM4(Y8, Y9, Y10, Y11, X8, X9, (DX))
+	VMOVUPS Y16, Y8
+	VMOVUPS Y17, Y9
+	VMOVUPS Y18, Y10
+	VMOVUPS Y19, Y11
+	HSUM4(Y8, Y9, Y10, Y11, X8, X9, 16(DX))
+	ADDQ    $32, DX
+	DECQ    R13
+	JMP     q88row
+
+q88done:
+	VZEROUPPER
+	RET

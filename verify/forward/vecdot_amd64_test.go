@@ -25,7 +25,8 @@ func TestKFusedAVX2(t *testing.T) {
 // TestQ8RawDot4VNNI checks that the VNNI kernel of four inputs on stored
 // Q8_0 blocks (levels + 128 by VPDPBUSD) gives the AVX2 one's bits, with
 // the extreme levels (−128 stored, ±127 in the inputs), for 0 to 9 blocks,
-// and that the tile kernel (q8RawRows4, three rows) gives those bits too.
+// and that the tile kernels (q8RawRows4, and q8RawRows8 with the inputs
+// twice, reversed the second time; three rows) give those bits too.
 func TestQ8RawDot4VNNI(t *testing.T) {
 	if !useVNNI {
 		t.Skip("no AVX512-VNNI on this CPU")
@@ -82,6 +83,26 @@ func TestQ8RawDot4VNNI(t *testing.T) {
 			for i := range 4 {
 				if math.Float32bits(tile[4*k+i]) != math.Float32bits(want[i]) {
 					t.Errorf("%d blocks, row %d, input %d: tile %g, q8RawDot4 %g", blocks, k, i, tile[4*k+i], want[i])
+				}
+			}
+		}
+		var bu8 [8][]uint8
+		xd8 := make([]float32, 8*blocks)
+		for i := range 4 {
+			bu8[i], bu8[7-i] = bu[i], bu[i]
+			for g := range blocks {
+				xd8[8*g+i], xd8[8*g+7-i] = xd[i][g], xd[i][g]
+			}
+		}
+		tile8 := make([]float32, 24)
+		if !q8RawRows8(three, bu8, xd8, tile8) && blocks > 0 {
+			t.Fatalf("%d blocks: q8RawRows8 did not run", blocks)
+		}
+		for k := range 3 {
+			for i := range 4 {
+				w := math.Float32bits(tile[4*k+i])
+				if blocks > 0 && (math.Float32bits(tile8[8*k+i]) != w || math.Float32bits(tile8[8*k+7-i]) != w) {
+					t.Errorf("%d blocks, row %d, input %d: eight-input tile %g and %g, four-input %g", blocks, k, i, tile8[8*k+i], tile8[8*k+7-i], tile[4*k+i])
 				}
 			}
 		}
