@@ -304,19 +304,6 @@ func half(b []byte) float32 { return quantize.FP16ToFP32(binary.LittleEndian.Uin
 // levels and the fp16 scales in place.
 func unpackQ8_0(r *qrow, row []byte, _ int) { r.raw, r.q8 = row, true }
 
-// q8RawRows4Generic is q8RawRows4 through q8RawDot4, row by row.
-func q8RawRows4Generic(x []byte, b [4][]int8, bu [4][]uint8, xd [4][]float32, out []float32) {
-	rows := len(out) / 4
-	if rows == 0 {
-		return
-	}
-	n := len(x) / rows
-	for r := range rows {
-		s := q8RawDot4(x[r*n:(r+1)*n], b, bu, xd)
-		copy(out[4*r:4*r+4], s[:])
-	}
-}
-
 // q8RawRowsGeneric is q8RawRows through the Go form, row by row.
 func q8RawRowsGeneric(x []byte, b []int8, xd []float32, out []float32) {
 	if len(out) == 0 {

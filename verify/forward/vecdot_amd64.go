@@ -62,9 +62,6 @@ func q8RawRowsAVX2(x *byte, b *int8, xd *float32, blocks, rows int, out *float32
 func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float32)
 
 //go:noescape
-func q8RawRows4VNNI(x *byte, b *[4]*uint8, xd4 *float32, blocks, rows int, out *float32)
-
-//go:noescape
 func q8RawRows8VNNI(x *byte, b *[8]*uint8, xd8 *float32, blocks, rows int, out *float32)
 
 //go:noescape
@@ -366,33 +363,11 @@ func q8RawDot4(x []byte, b [4][]int8, bu [4][]uint8, xd [4][]float32) (s [4]floa
 	return s
 }
 
-// q8RawRows4 sets out[4r+t] to q8RawDot4 of row r of x (len(out)/4 rows of
-// equal length, one after the other) with the four activations: one call
-// for a tile of rows. xd4 holds xd's scales interleaved, four per block.
-func q8RawRows4(x []byte, b [4][]int8, bu [4][]uint8, xd [4][]float32, xd4 []float32, out []float32) {
-	rows := len(out) / 4
-	if rows == 0 {
-		return
-	}
-	n := len(x) / rows
-	blocks := n / 34
-	if !useVNNI || blocks == 0 || bu[0] == nil || bu[1] == nil || bu[2] == nil || bu[3] == nil {
-		q8RawRows4Generic(x, b, bu, xd, out)
-		return
-	}
-	var up [4]*uint8
-	for i := range 4 {
-		_ = bu[i][32*blocks-1]
-		up[i] = &bu[i][0]
-	}
-	_, _ = x[rows*n-1], xd4[4*blocks-1]
-	q8RawRows4VNNI(&x[0], &up, &xd4[0], blocks, rows, &out[0])
-}
-
-// q8RawRows8 sets out[8r+t] to q8RawRows4's product of row r of x with
-// activation t of eight (levels + 128 in bu, scales interleaved eight per
-// block in xd8) and reports true; false, having done nothing, where no
-// eight-input kernel runs (then q8RawRows4 does).
+// q8RawRows8 sets out[8r+t] to q8RawDot4's product of row r of x (len(out)/8
+// rows of equal length, one after the other) with activation t of eight
+// (levels + 128 in bu, scales interleaved eight per block in xd8) and
+// reports true; false, having done nothing, where no eight-input kernel
+// runs (then q8RawDot4 does, row by row).
 func q8RawRows8(x []byte, bu [8][]uint8, xd8 []float32, out []float32) bool {
 	rows := len(out) / 8
 	if !useVNNI || rows == 0 {

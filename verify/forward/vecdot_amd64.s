@@ -1254,8 +1254,8 @@ q8vdone:
 	VZEROUPPER
 	RET
 
-// One input's step of q8RawRows4VNNI: Q8VTOK with d·xd broadcast from the
-// frame (OFF(SP)), computed there for the four inputs by one VMULPS.
+// One input's step of q8RawRows8VNNI: Q8VTOK with d·xd broadcast from the
+// frame (OFF(SP)), computed there for the eight inputs by one VMULPS.
 #define Q8VTOKF(B, OFF, ACC) \
 	VMOVDQU      B, Y2; \
 	VMOVDQU      Y12, Y4; \
@@ -1263,69 +1263,6 @@ q8vdone:
 	VCVTDQ2PS    Y4, Y4; \
 	VBROADCASTSS OFF(SP), Y6; \
 	VFMADD231PS  Y6, Y4, ACC
-
-// func q8RawRows4VNNI(x *byte, b *[4]*uint8, xd4 *float32, blocks, rows int, out *float32)
-//
-// out[4r+t] = q8RawDot4VNNI of row r of x (rows of blocks Q8_0 blocks, one
-// after the other) with input t: a tile of rows by four inputs in one
-// call. xd4 holds the inputs' scales four by four per block, so one VMULPS
-// gives the block's four products d·xd (the same float32 products as
-// q8RawDot4VNNI's), broadcast from the frame to each input's FMA.
-TEXT ·q8RawRows4VNNI(SB), NOSPLIT, $16-48
-	MOVQ         x+0(FP), SI
-	MOVQ         rows+32(FP), R13
-	MOVQ         out+40(FP), DX
-	VPBROADCASTD kmask80<>(SB), Y15
-
-q8trow:
-	TESTQ  R13, R13
-	JEQ    q8tdone
-	MOVQ   b+8(FP), AX
-	MOVQ   0(AX), R8
-	MOVQ   8(AX), R9
-	MOVQ   16(AX), R10
-	MOVQ   24(AX), R11
-	MOVQ   xd4+16(FP), DI
-	MOVQ   blocks+24(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-
-q8tloop:
-	TESTQ        CX, CX
-	JEQ          q8tend
-	VPBROADCASTW (SI), X5
-	VCVTPH2PS    X5, X7
-	VMULPS       (DI), X7, X6
-	VMOVUPS      X6, 0(SP)
-	VMOVDQU      2(SI), Y0
-	VPXOR        Y1, Y1, Y1
-	VPDPBUSD     Y0, Y15, Y1
-	VPXOR        Y12, Y12, Y12
-	VPSUBD       Y1, Y12, Y12
-	Q8VTOKF((R8), 0, Y8)
-	Q8VTOKF((R9), 4, Y9)
-	Q8VTOKF((R10), 8, Y10)
-	Q8VTOKF((R11), 12, Y11)
-	ADDQ         $34, SI
-	ADDQ         $32, R8
-	ADDQ         $32, R9
-	ADDQ         $32, R10
-	ADDQ         $32, R11
-	ADDQ         $16, DI
-	DECQ         CX
-	JMP          q8tloop
-
-q8tend:
-	HSUM4(Y8, Y9, Y10, Y11, X8, X9, (DX))
-	ADDQ $16, DX
-	DECQ R13
-	JMP  q8trow
-
-q8tdone:
-	VZEROUPPER
-	RET
 
 // The eight-token Q4_K kernel (AVX512-VNNI with AVX512VL, so Y16–Y31 are
 // there): tokens 0–3 as q4kDot4AVX2's VNNI form (Y0–Y7), tokens 4–7 at R11
@@ -1508,9 +1445,14 @@ q68done:
 
 // func q8RawRows8VNNI(x *byte, b *[8]*uint8, xd8 *float32, blocks, rows int, out *float32)
 //
-// q8RawRows4VNNI for eight inputs: out[8r+t]; inputs 4–7 summed in
-// Y16–Y19, each input's steps those of q8RawRows4VNNI, so the results are
-// its bits; the block's levels, correction and d serve eight inputs.
+// out[8r+t] = q8RawDot4VNNI's product of row r of x (rows of blocks Q8_0
+// blocks, one after the other) with input t of eight: a tile of rows by
+// eight inputs in one call. xd8 holds the inputs' scales eight by eight per
+// block, so one VMULPS gives the block's eight products d·xd (the same
+// float32 products as q8RawDot4VNNI's), broadcast from the frame to each
+// input's FMA; inputs 4–7 are summed in Y16–Y19. Each input's steps are
+// q8RawDot4VNNI's, so the results are its bits; the block's levels,
+// correction and d serve eight inputs.
 TEXT ·q8RawRows8VNNI(SB), NOSPLIT, $32-48
 	MOVQ         x+0(FP), SI
 	MOVQ         rows+32(FP), R13

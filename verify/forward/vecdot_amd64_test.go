@@ -3,6 +3,7 @@
 package forward
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -25,8 +26,8 @@ func TestKFusedAVX2(t *testing.T) {
 // TestQ8RawDot4VNNI checks that the VNNI kernel of four inputs on stored
 // Q8_0 blocks (levels + 128 by VPDPBUSD) gives the AVX2 one's bits, with
 // the extreme levels (−128 stored, ±127 in the inputs), for 0 to 9 blocks,
-// and that the tile kernels (q8RawRows4, and q8RawRows8 with the inputs
-// twice, reversed the second time; three rows) give those bits too.
+// and that the tile kernel (q8RawRows8 with the four inputs twice, reversed
+// the second time; three rows) gives those bits too.
 func TestQ8RawDot4VNNI(t *testing.T) {
 	if !useVNNI {
 		t.Skip("no AVX512-VNNI on this CPU")
@@ -70,22 +71,6 @@ func TestQ8RawDot4VNNI(t *testing.T) {
 				three[(k+1)*len(raw)-1] ^= byte(k)
 			}
 		}
-		xd4 := make([]float32, 4*blocks)
-		for g := range blocks {
-			for i := range 4 {
-				xd4[4*g+i] = xd[i][g]
-			}
-		}
-		tile := make([]float32, 12)
-		q8RawRows4(three, b, bu, xd, xd4, tile)
-		for k := range 3 {
-			want := q8RawDot4(three[k*len(raw):(k+1)*len(raw)], b, bu, xd)
-			for i := range 4 {
-				if math.Float32bits(tile[4*k+i]) != math.Float32bits(want[i]) {
-					t.Errorf("%d blocks, row %d, input %d: tile %g, q8RawDot4 %g", blocks, k, i, tile[4*k+i], want[i])
-				}
-			}
-		}
 		var bu8 [8][]uint8
 		xd8 := make([]float32, 8*blocks)
 		for i := range 4 {
@@ -99,10 +84,11 @@ func TestQ8RawDot4VNNI(t *testing.T) {
 			t.Fatalf("%d blocks: q8RawRows8 did not run", blocks)
 		}
 		for k := range 3 {
+			want := q8RawDot4(three[k*len(raw):(k+1)*len(raw)], b, bu, xd)
 			for i := range 4 {
-				w := math.Float32bits(tile[4*k+i])
+				w := math.Float32bits(want[i])
 				if blocks > 0 && (math.Float32bits(tile8[8*k+i]) != w || math.Float32bits(tile8[8*k+7-i]) != w) {
-					t.Errorf("%d blocks, row %d, input %d: eight-input tile %g and %g, four-input %g", blocks, k, i, tile8[8*k+i], tile8[8*k+7-i], tile[4*k+i])
+					t.Errorf("%d blocks, row %d, input %d: eight-input tile %g and %g, q8RawDot4 %g", blocks, k, i, tile8[8*k+i], tile8[8*k+7-i], want[i])
 				}
 			}
 		}
@@ -144,4 +130,79 @@ func TestKFusedDot8(t *testing.T) {
 			}
 		}
 	}
+}
+
+// storedQ8 is a Q8_0 matrix held in memory as stored blocks.
+type storedQ8 struct {
+	data       []byte
+	rows, cols int
+}
+
+func (m *storedQ8) Shape() []int64       { return []int64{int64(m.cols), int64(m.rows)} }
+func (m *storedQ8) blockType() gguf.Type { return gguf.Q8_0 }
+func (m *storedQ8) rowBytes() int        { return m.cols / 32 * 34 }
+func (m *storedQ8) ReadRows(r0, n int, dst []float32) error {
+	return quantize.Decode(gguf.Q8_0, dst, m.data[r0*m.rowBytes():(r0+n)*m.rowBytes()], n*m.cols)
+}
+func (m *storedQ8) blockRows(r0, n int) ([]byte, error) {
+	return m.data[r0*m.rowBytes() : (r0+n)*m.rowBytes()], nil
+}
+
+// TestMulQ8Tiles checks mul on Q8_0 rows with the eight-input VNNI tiles
+// (and the last inputs row by row) against mul with the AVX2 kernels, bit
+// for bit, for batches around multiples of eight and chunks of rows.
+func TestMulQ8Tiles(t *testing.T) {
+	if !useVNNI {
+		t.Skip("no AVX512-VNNI on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(17, 18))
+	const rows, cols = 70, 96
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64())
+	}
+	m := &storedQ8{data: make([]byte, rows*cols/32*34), rows: rows, cols: cols}
+	if err := quantize.Encode(gguf.Q8_0, m.data, w, rows*cols, nil); err != nil {
+		t.Fatal(err)
+	}
+	mat := &matrix{name: "w", t: m, rows: rows, cols: cols}
+	for _, n := range []int{4, 7, 8, 9, 13, 16, 21, 40} {
+		x := rowsOf(rng, n, cols)
+		var got, want [][]float32
+		for _, vnni := range []bool{true, false} {
+			useVNNI = vnni
+			s := &Session{m: &Model{threads: 2}}
+			out := make([][]float32, n)
+			for i := range out {
+				out[i] = make([]float32, rows)
+			}
+			if err := s.mul(context.Background(), mat, nil, x, out); err != nil {
+				t.Fatal(err)
+			}
+			if vnni {
+				got = out
+			} else {
+				want = out
+			}
+		}
+		useVNNI = true
+		for i := range got {
+			for r := range got[i] {
+				if math.Float32bits(got[i][r]) != math.Float32bits(want[i][r]) {
+					t.Fatalf("%d inputs, input %d, row %d: VNNI %g, AVX2 %g", n, i, r, got[i][r], want[i][r])
+				}
+			}
+		}
+	}
+}
+
+func rowsOf(rng *rand.Rand, n, cols int) [][]float32 {
+	x := make([][]float32, n)
+	for i := range x {
+		x[i] = make([]float32, cols)
+		for j := range x[i] {
+			x[i][j] = float32(rng.NormFloat64())
+		}
+	}
+	return x
 }

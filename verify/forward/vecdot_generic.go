@@ -87,11 +87,5 @@ func q8RawDot4(x []byte, b [4][]int8, _ [4][]uint8, xd [4][]float32) (s [4]float
 	return s
 }
 
-// q8RawRows4 sets out[4r+t] to q8RawDot4 of row r of x (len(out)/4 rows of
-// equal length) with the four activations (xd4 unused here).
-func q8RawRows4(x []byte, b [4][]int8, bu [4][]uint8, xd [4][]float32, _ []float32, out []float32) {
-	q8RawRows4Generic(x, b, bu, xd, out)
-}
-
 // q8RawRows8 reports false: no eight-input kernel in this build.
 func q8RawRows8(_ []byte, _ [8][]uint8, _ []float32, _ []float32) bool { return false }
