@@ -340,27 +340,25 @@ func q8RawDot4(x []byte, b [4][]int8, bu [4][]uint8, xd [4][]float32) (s [4]floa
 		}
 		return s
 	}
-	var xp [4]*float32
-	for i := range 4 {
-		_ = xd[i][blocks-1]
-		xp[i] = &xd[i][0]
-	}
+	xp := firsts(xd, blocks)
 	if useVNNI && bu[0] != nil && bu[1] != nil && bu[2] != nil && bu[3] != nil {
-		var up [4]*uint8
-		for i := range 4 {
-			_ = bu[i][32*blocks-1]
-			up[i] = &bu[i][0]
-		}
+		up := firsts(bu, 32*blocks)
 		q8RawDot4VNNI(&x[0], &up, &xp, blocks, &s[0])
 		return s
 	}
-	var bp [4]*int8
-	for i := range 4 {
-		_ = b[i][32*blocks-1]
-		bp[i] = &b[i][0]
-	}
+	bp := firsts(b, 32*blocks)
 	q8RawDot4AVX2(&x[0], &bp, &xp, blocks, &s[0])
 	return s
+}
+
+// firsts returns the addresses of the four slices' first values, each
+// slice checked to hold n values at least.
+func firsts[T any](s [4][]T, n int) (p [4]*T) {
+	for i := range 4 {
+		_ = s[i][n-1]
+		p[i] = &s[i][0]
+	}
+	return p
 }
 
 // q8RawRows8 sets out[8r+t] to q8RawDot4's product of row r of x (len(out)/8

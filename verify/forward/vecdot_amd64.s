@@ -486,7 +486,7 @@ x4done:
 
 // End of a super-block for one token (D its scale, BS its sums of 16):
 // FACC += d·da·(int sums) − dmin·da·(mins · sums); ACC cleared.
-#define Q4END(D, BS, ACC, FACC) \
+#define Q4ENDC(D, BS, ACC, FACC, CLEAR) \
 	VBROADCASTSS D, Y10; \
 	VMULPS       Y12, Y10, Y11; \
 	VMULPS       Y14, Y10, Y10; \
@@ -496,7 +496,9 @@ x4done:
 	VPMADDWD     16(R10), Y13, Y13; \
 	VCVTDQ2PS    Y13, Y13; \
 	VFNMADD231PS Y10, Y13, FACC; \
-	VPXOR        ACC, ACC, ACC
+	CLEAR        ACC, ACC, ACC
+
+#define Q4END(D, BS, ACC, FACC) Q4ENDC(D, BS, ACC, FACC, VPXOR)
 
 #define KPROLOGUE \
 	VPBROADCASTD kmask0f<>(SB), Y15; \
@@ -703,7 +705,7 @@ q4rdone:
 
 // End of a super-block for one token: ACC less 32·(scales · sums of 16),
 // FACC += d·da·ACC (Y13 = d broadcast); ACC cleared.
-#define Q6END(D, BS, ACC, FACC) \
+#define Q6ENDC(D, BS, ACC, FACC, CLEAR) \
 	VMOVDQU      BS, Y12; \
 	VPMADDWD     0(R10), Y12, Y12; \
 	VPSLLD       $5, Y12, Y12; \
@@ -712,7 +714,9 @@ q4rdone:
 	VBROADCASTSS D, Y12; \
 	VMULPS       Y13, Y12, Y12; \
 	VFMADD231PS  Y12, ACC, FACC; \
-	VPXOR        ACC, ACC, ACC
+	CLEAR        ACC, ACC, ACC
+
+#define Q6END(D, BS, ACC, FACC) Q6ENDC(D, BS, ACC, FACC, VPXOR)
 
 #define Q6PROLOGUE \
 	KPROLOGUE; \
@@ -1271,6 +1275,28 @@ q8vdone:
 // four-token kernel's bits; the levels split and the scales widened once
 // per block serve eight tokens instead of four.
 
+// Tokens 4–7's sums cleared (EVEX VPXORD: VPXOR has no form for Y16–Y31).
+#define KZERO8 \
+	VPXORD Y16, Y16, Y16; \
+	VPXORD Y17, Y17, Y17; \
+	VPXORD Y18, Y18, Y18; \
+	VPXORD Y19, Y19, Y19; \
+	VPXORD Y20, Y20, Y20; \
+	VPXORD Y21, Y21, Y21; \
+	VPXORD Y22, Y22, Y22; \
+	VPXORD Y23, Y23, Y23
+
+// The eight float32 sums Y0–Y3 and Y16–Y19 added across their lanes into
+// (DX) and 16(DX) (VHADDPS has no form for Y16–Y31: moved down first).
+#define KSTORE8 \
+	KSTORE4; \
+	VMOVUPS Y16, Y0; \
+	VMOVUPS Y17, Y1; \
+	VMOVUPS Y18, Y2; \
+	VMOVUPS Y19, Y3; \
+	ADDQ    $16, DX; \
+	KSTORE4
+
 // Q4TOKS4 for tokens 4–7.
 #define Q4TOKS4H(A0, A1) \
 	Q4TOKV(A0(R11), A1(R11), Y20); \
@@ -1279,17 +1305,7 @@ q8vdone:
 	Q4TOKV(A0(R11)(R9*1), A1(R11)(R9*1), Y23)
 
 // Q4END for tokens 4–7 (EVEX VPXORD clears the upper registers).
-#define Q4ENDH(D, BS, ACC, FACC) \
-	VBROADCASTSS D, Y10; \
-	VMULPS       Y12, Y10, Y11; \
-	VMULPS       Y14, Y10, Y10; \
-	VCVTDQ2PS    ACC, ACC; \
-	VFMADD231PS  Y11, ACC, FACC; \
-	VMOVDQU      BS, Y13; \
-	VPMADDWD     16(R10), Y13, Y13; \
-	VCVTDQ2PS    Y13, Y13; \
-	VFNMADD231PS Y10, Y13, FACC; \
-	VPXORD       ACC, ACC, ACC
+#define Q4ENDH(D, BS, ACC, FACC) Q4ENDC(D, BS, ACC, FACC, VPXORD)
 
 // func q4kDot8VNNI(x *byte, a *byte, astride int, blocks int, out *float32)
 TEXT ·q4kDot8VNNI(SB), NOSPLIT, $48-40
@@ -1302,14 +1318,7 @@ TEXT ·q4kDot8VNNI(SB), NOSPLIT, $48-40
 	LEAQ   (DI)(R8*4), R11
 	LEAQ   0(SP), R10
 	KPROLOGUE
-	VPXORD Y16, Y16, Y16
-	VPXORD Y17, Y17, Y17
-	VPXORD Y18, Y18, Y18
-	VPXORD Y19, Y19, Y19
-	VPXORD Y20, Y20, Y20
-	VPXORD Y21, Y21, Y21
-	VPXORD Y22, Y22, Y22
-	VPXORD Y23, Y23, Y23
+	KZERO8
 
 q48block:
 	TESTQ CX, CX
@@ -1343,13 +1352,7 @@ q48block:
 	JMP   q48block
 
 q48done:
-	KSTORE4
-	VMOVUPS Y16, Y0
-	VMOVUPS Y17, Y1
-	VMOVUPS Y18, Y2
-	VMOVUPS Y19, Y3
-	ADDQ    $16, DX
-	KSTORE4
+	KSTORE8
 	VZEROUPPER
 	RET
 
@@ -1381,16 +1384,7 @@ q48done:
 	TOKS8(A3)
 
 // Q6END for tokens 4–7 (EVEX VPXORD clears the upper registers).
-#define Q6ENDH(D, BS, ACC, FACC) \
-	VMOVDQU      BS, Y12; \
-	VPMADDWD     0(R10), Y12, Y12; \
-	VPSLLD       $5, Y12, Y12; \
-	VPSUBD       Y12, ACC, ACC; \
-	VCVTDQ2PS    ACC, ACC; \
-	VBROADCASTSS D, Y12; \
-	VMULPS       Y13, Y12, Y12; \
-	VFMADD231PS  Y12, ACC, FACC; \
-	VPXORD       ACC, ACC, ACC
+#define Q6ENDH(D, BS, ACC, FACC) Q6ENDC(D, BS, ACC, FACC, VPXORD)
 
 // func q6kDot8VNNI(x *byte, a *byte, astride int, blocks int, out *float32)
 TEXT ·q6kDot8VNNI(SB), NOSPLIT, $32-40
@@ -1403,14 +1397,7 @@ TEXT ·q6kDot8VNNI(SB), NOSPLIT, $32-40
 	LEAQ   (DI)(R8*4), R11
 	LEAQ   0(SP), R10
 	Q6PROLOGUE
-	VPXORD Y16, Y16, Y16
-	VPXORD Y17, Y17, Y17
-	VPXORD Y18, Y18, Y18
-	VPXORD Y19, Y19, Y19
-	VPXORD Y20, Y20, Y20
-	VPXORD Y21, Y21, Y21
-	VPXORD Y22, Y22, Y22
-	VPXORD Y23, Y23, Y23
+	KZERO8
 
 q68block:
 	TESTQ CX, CX
@@ -1433,13 +1420,7 @@ q68block:
 	JMP   q68block
 
 q68done:
-	KSTORE4
-	VMOVUPS Y16, Y0
-	VMOVUPS Y17, Y1
-	VMOVUPS Y18, Y2
-	VMOVUPS Y19, Y3
-	ADDQ    $16, DX
-	KSTORE4
+	KSTORE8
 	VZEROUPPER
 	RET
 
