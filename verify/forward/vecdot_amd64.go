@@ -135,8 +135,8 @@ func dotK(a, b []int8, scales []int32, out []int32) {
 	i8dotKAVX2(&a[0], &b[0], &scales[0], blocks, &out[0])
 }
 
-// kAsm is a fused type's kernels: four activations stride bytes apart,
-// and rows one after the other with one activation.
+// kAsm is a fused type's kernels: four (and, with VNNI, eight) activations
+// stride bytes apart, and rows one after the other with one activation.
 type kAsm struct {
 	four func(x, a *byte, astride int, blocks int, out *float32, vnni bool)
 	rows func(x, a *byte, blocks, rows int, out *float32)
