@@ -176,7 +176,8 @@ const (
 type mulScratch struct {
 	rows [][]qrow
 	acts []qact
-	enc  []byte // the inputs' Q8_K blocks one after the other (fused kernels)
+	enc  []byte    // the inputs' Q8_K blocks one after the other (fused kernels)
+	xd8  []float32 // Q8_0 rows in tiles (q8Unsigned): the inputs' scales eight by eight per block
 }
 
 // mulBlocks is mul on the stored blocks: every input converted once to the
@@ -210,6 +211,22 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 	})
 	if err != nil || bad.Load() {
 		return false, err
+	}
+	// Q8_0 rows with the VNNI kernels: a tile of rows meets eight inputs
+	// per call (q8RawRows8; the last fewer than eight go row by row), their
+	// scales interleaved here once, eight per block.
+	q8Tile := q8Unsigned && bt.blockType() == gguf.Q8_0 && len(x) >= 8
+	nb := w.cols / 32
+	if q8Tile {
+		s.mm.xd8 = grow(s.mm.xd8, len(x)/8*8*nb)
+		for t := 0; t+8 <= len(x); t += 8 {
+			xd := s.mm.xd8[t*nb : (t+8)*nb]
+			for i := range 8 {
+				for b, d := range acts[t+i].d[:nb] {
+					xd[8*b+i] = d
+				}
+			}
+		}
 	}
 	rowBytes := w.cols / k.block * k.bytes
 	unpacked := w.cols // bytes of an unpacked row
@@ -277,12 +294,28 @@ func (s *Session) mulBlocks(ctx context.Context, w *matrix, bt blockTensor, k *v
 				}
 				continue
 			}
+			ts := t0 // the first input left to the products row by row
+			if q8Tile {
+				for ; ts+8 <= t1; ts += 8 {
+					var res [8 * maxChunkRows]float32
+					a := acts[ts : ts+8 : ts+8]
+					if !q8RawRows8(data[:n*rowBytes], [8][]uint8{a[0].qu, a[1].qu, a[2].qu, a[3].qu, a[4].qu, a[5].qu, a[6].qu, a[7].qu},
+						s.mm.xd8[ts*nb:(ts+8)*nb], res[:8*n]) {
+						break // no VNNI (a test's switch)
+					}
+					for r := range n {
+						for i, o := range out[ts : ts+8] {
+							o[r0+r] = res[8*r+i]
+						}
+					}
+				}
+			}
 			r := 0
 			if k.act == actF16 {
-				r = mulF16Rows3(data[:n*rowBytes], rowBytes, w.cols, acts, t0, t1, out, r0)
+				r = mulF16Rows3(data[:n*rowBytes], rowBytes, w.cols, acts, ts, t1, out, r0)
 			}
 			for ; r < len(rows); r++ {
-				q, t := &rows[r], t0
+				q, t := &rows[r], ts
 				switch k.act { // four inputs per pass where a kernel does
 				case actF32, actF16, actBF16:
 					for ; t+4 <= t1; t += 4 {

@@ -521,10 +521,15 @@ func (s *Session) ffn(ctx context.Context, ly *layer, h, out [][]float32) error 
 		if c.arch.ffn == ffnGeGLU {
 			fn = gelu
 		}
-		for t := range gate {
+		// Token by token over the threads (a prompt's exps are a few
+		// percent of its time).
+		if err := parallel(ctx, s.m.threads, T, func(_, t int) error {
 			for i, g := range gate[t] {
 				gate[t][i] = fn(g) * up[t][i]
 			}
+			return nil
+		}); err != nil {
+			return err
 		}
 		act = gate
 	case ffnGELU:

@@ -72,6 +72,7 @@ type qact struct {
 	f       []float32 // float kinds: the values (F32: the input itself)
 	rounded []float32 // F16, BF16: the values rounded
 	qs      []int8    // Q8_0 / Q8_K levels
+	qu      []uint8   // Q8_0 where q8Unsigned: the levels + 128 (q8RawDot4)
 	d       []float32 // per block scale (32 or 256 values)
 	bsums   []int32   // Q8_K: sum of the levels of every 32 (ggml keeps 16s)
 	enc     []byte    // scratch: the encoded blocks
@@ -106,6 +107,12 @@ func quantizeAct(kind actKind, x []float32, a *qact) error {
 			a.d[b] = quantize.FP16ToFP32(binary.LittleEndian.Uint16(blk))
 			for j, q := range blk[2:34] {
 				a.qs[b*32+j] = int8(q)
+			}
+		}
+		if q8Unsigned {
+			a.qu = grow(a.qu, n)
+			for i, q := range a.qs {
+				a.qu[i] = uint8(q) ^ 0x80
 			}
 		}
 	case actQ8K:
@@ -211,7 +218,7 @@ func (r *qrow) dotQ8x4(a0, a1, a2, a3 *qact) [4]float32 {
 	b := [4][]int8{a0.qs, a1.qs, a2.qs, a3.qs}
 	xd := [4][]float32{a0.d, a1.d, a2.d, a3.d}
 	if r.q8 {
-		return q8RawDot4(r.raw, b, xd)
+		return q8RawDot4(r.raw, b, [4][]uint8{a0.qu, a1.qu, a2.qu, a3.qu}, xd)
 	}
 	return dotQ8x4(int8Bytes(r.qs), 32, b, r.d, xd, r.sums)
 }

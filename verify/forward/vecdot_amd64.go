@@ -23,10 +23,16 @@ func i8dotQ8AVX2(a *byte, astride int, b *int8, wd, xd *float32, groups int) flo
 func q4kDot4AVX2(x, a *byte, astride int, blocks int, out *float32, vnni bool)
 
 //go:noescape
+func q4kDot8VNNI(x, a *byte, astride int, blocks int, out *float32)
+
+//go:noescape
 func q4kRowsAVX2(x, a *byte, blocks, rows int, out *float32)
 
 //go:noescape
 func q6kDot4AVX2(x, a *byte, astride int, blocks int, out *float32, vnni bool)
+
+//go:noescape
+func q6kDot8VNNI(x, a *byte, astride int, blocks int, out *float32)
 
 //go:noescape
 func q6kRowsAVX2(x, a *byte, blocks, rows int, out *float32)
@@ -55,6 +61,12 @@ func q8RawRowsAVX2(x *byte, b *int8, xd *float32, blocks, rows int, out *float32
 //go:noescape
 func q8RawDot4AVX2(x *byte, b *[4]*int8, xd *[4]*float32, blocks int, out *float32)
 
+//go:noescape
+func q8RawRows8VNNI(x *byte, b *[8]*uint8, xd8 *float32, blocks, rows int, out *float32)
+
+//go:noescape
+func q8RawDot4VNNI(x *byte, b *[4]*uint8, xd *[4]*float32, blocks int, out *float32)
+
 var (
 	useAVX2 = cpu.X86.HasAVX2
 	useFMA  = cpu.X86.HasAVX2 && cpu.X86.HasFMA
@@ -62,6 +74,9 @@ var (
 	// useVNNI: the fused K-quant kernels' four-input forms add the scaled
 	// pair sums with VPDPWSSD (AVX512-VNNI on 256-bit registers).
 	useVNNI = useF16C && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
+	// q8Unsigned: quantizeAct also keeps Q8_0 levels + 128 (qact.qu) for
+	// q8RawDot4VNNI.
+	q8Unsigned = useVNNI
 )
 
 // i8sums16 sets out[i] to Σ a·b over the 16 values from i·16 on: len(b)
@@ -120,17 +135,33 @@ func dotK(a, b []int8, scales []int32, out []int32) {
 	i8dotKAVX2(&a[0], &b[0], &scales[0], blocks, &out[0])
 }
 
-// kAsm is a fused type's kernels: four activations stride bytes apart,
-// and rows one after the other with one activation.
+// kAsm is a fused type's kernels: four (and, with VNNI, eight) activations
+// stride bytes apart, and rows one after the other with one activation.
 type kAsm struct {
 	four func(x, a *byte, astride int, blocks int, out *float32, vnni bool)
 	rows func(x, a *byte, blocks, rows int, out *float32)
+	// eight: eight activations stride bytes apart (VNNI only).
+	eight func(x, a *byte, astride int, blocks int, out *float32)
 }
 
 var (
-	q4kAsm = kAsm{q4kDot4AVX2, q4kRowsAVX2}
-	q6kAsm = kAsm{q6kDot4AVX2, q6kRowsAVX2}
+	q4kAsm = kAsm{q4kDot4AVX2, q4kRowsAVX2, q4kDot8VNNI}
+	q6kAsm = kAsm{q6kDot4AVX2, q6kRowsAVX2, q6kDot8VNNI}
 )
+
+// dot8 sets out[0:8] to the products of the blocks x with the eight
+// activations a, a[stride:], … a[7·stride:], each with dot4's bits, and
+// reports true; false, having done nothing, where no eight-input kernel
+// runs (then dot4 does).
+func (k *kFused) dot8(x, a []byte, stride int, out []float32) bool {
+	blocks := len(x) / k.bytes
+	if !useVNNI || blocks == 0 {
+		return false
+	}
+	_, _ = a[7*stride+blocks*q8KBytes-1], out[7]
+	k.asm.eight(&x[0], &a[0], stride, blocks, &out[0])
+	return true
+}
 
 // dot4 sets out[0:4] to the products of the blocks x with the four
 // activations a, a[stride:], a[2·stride:], a[3·stride:].
@@ -299,8 +330,9 @@ func q8RawRows(x []byte, b []int8, xd []float32, out []float32) {
 	q8RawRowsAVX2(&x[0], &b[0], &xd[0], blocks, len(out), &out[0])
 }
 
-// q8RawDot4 is q8RawDot1 of x with four activations.
-func q8RawDot4(x []byte, b [4][]int8, xd [4][]float32) (s [4]float32) {
+// q8RawDot4 is q8RawDot1 of x with four activations (levels b[i], scales
+// xd[i]); bu[i], when set, are b[i]'s levels + 128, for the VNNI kernel.
+func q8RawDot4(x []byte, b [4][]int8, bu [4][]uint8, xd [4][]float32) (s [4]float32) {
 	blocks := len(x) / 34
 	if !useF16C || blocks == 0 {
 		for i := range s {
@@ -308,12 +340,51 @@ func q8RawDot4(x []byte, b [4][]int8, xd [4][]float32) (s [4]float32) {
 		}
 		return s
 	}
-	var bp [4]*int8
-	var xp [4]*float32
-	for i := range 4 {
-		_, _ = b[i][32*blocks-1], xd[i][blocks-1]
-		bp[i], xp[i] = &b[i][0], &xd[i][0]
+	xp := firsts(xd, blocks)
+	if useVNNI && bu[0] != nil && bu[1] != nil && bu[2] != nil && bu[3] != nil {
+		up := firsts(bu, 32*blocks)
+		q8RawDot4VNNI(&x[0], &up, &xp, blocks, &s[0])
+		return s
 	}
+	bp := firsts(b, 32*blocks)
 	q8RawDot4AVX2(&x[0], &bp, &xp, blocks, &s[0])
 	return s
+}
+
+// firsts returns the addresses of the four slices' first values, each
+// slice checked to hold n values at least.
+func firsts[T any](s [4][]T, n int) (p [4]*T) {
+	for i := range 4 {
+		_ = s[i][n-1]
+		p[i] = &s[i][0]
+	}
+	return p
+}
+
+// q8RawRows8 sets out[8r+t] to q8RawDot4's product of row r of x (len(out)/8
+// rows of equal length, one after the other) with activation t of eight
+// (levels + 128 in bu, scales interleaved eight per block in xd8) and
+// reports true; false, having done nothing, where no eight-input kernel
+// runs (then q8RawDot4 does, row by row).
+func q8RawRows8(x []byte, bu [8][]uint8, xd8 []float32, out []float32) bool {
+	rows := len(out) / 8
+	if !useVNNI || rows == 0 {
+		return false
+	}
+	n := len(x) / rows
+	blocks := n / 34
+	if blocks == 0 {
+		return false
+	}
+	var up [8]*uint8
+	for i := range 8 {
+		if bu[i] == nil {
+			return false
+		}
+		_ = bu[i][32*blocks-1]
+		up[i] = &bu[i][0]
+	}
+	_, _ = x[rows*n-1], xd8[8*blocks-1]
+	q8RawRows8VNNI(&x[0], &up, &xd8[0], blocks, rows, &out[0])
+	return true
 }

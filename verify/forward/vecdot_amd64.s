@@ -27,6 +27,11 @@ GLOBL kmask0f<>(SB), RODATA|NOPTR, $4
 DATA kmask30<>+0(SB)/4, $0x30303030
 GLOBL kmask30<>(SB), RODATA|NOPTR, $4
 
+// 0x80 in every byte of a dword (q8RawDot4VNNI: 128 as VPDPBUSD's unsigned
+// operand).
+DATA kmask80<>+0(SB)/4, $0x80808080
+GLOBL kmask80<>(SB), RODATA|NOPTR, $4
+
 // func i8sums16AVX2(a *byte, astride int, b *int8, groups int, out *int32)
 //
 // For each group of 32: |a| (unsigned) times b with a's sign (VPSIGNB),
@@ -481,7 +486,7 @@ x4done:
 
 // End of a super-block for one token (D its scale, BS its sums of 16):
 // FACC += d·da·(int sums) − dmin·da·(mins · sums); ACC cleared.
-#define Q4END(D, BS, ACC, FACC) \
+#define Q4ENDC(D, BS, ACC, FACC, CLEAR) \
 	VBROADCASTSS D, Y10; \
 	VMULPS       Y12, Y10, Y11; \
 	VMULPS       Y14, Y10, Y10; \
@@ -491,7 +496,9 @@ x4done:
 	VPMADDWD     16(R10), Y13, Y13; \
 	VCVTDQ2PS    Y13, Y13; \
 	VFNMADD231PS Y10, Y13, FACC; \
-	VPXOR        ACC, ACC, ACC
+	CLEAR        ACC, ACC, ACC
+
+#define Q4END(D, BS, ACC, FACC) Q4ENDC(D, BS, ACC, FACC, VPXOR)
 
 #define KPROLOGUE \
 	VPBROADCASTD kmask0f<>(SB), Y15; \
@@ -698,7 +705,7 @@ q4rdone:
 
 // End of a super-block for one token: ACC less 32·(scales · sums of 16),
 // FACC += d·da·ACC (Y13 = d broadcast); ACC cleared.
-#define Q6END(D, BS, ACC, FACC) \
+#define Q6ENDC(D, BS, ACC, FACC, CLEAR) \
 	VMOVDQU      BS, Y12; \
 	VPMADDWD     0(R10), Y12, Y12; \
 	VPSLLD       $5, Y12, Y12; \
@@ -707,7 +714,9 @@ q4rdone:
 	VBROADCASTSS D, Y12; \
 	VMULPS       Y13, Y12, Y12; \
 	VFMADD231PS  Y12, ACC, FACC; \
-	VPXOR        ACC, ACC, ACC
+	CLEAR        ACC, ACC, ACC
+
+#define Q6END(D, BS, ACC, FACC) Q6ENDC(D, BS, ACC, FACC, VPXOR)
 
 #define Q6PROLOGUE \
 	KPROLOGUE; \
@@ -1176,5 +1185,328 @@ q84loop:
 
 q84done:
 	HSUM4(Y8, Y9, Y10, Y11, X8, X9, (DX))
+	VZEROUPPER
+	RET
+
+// One input's step of q8RawDot4VNNI: its 32 levels + 128 at B times the
+// block's signed levels in Y0 by VPDPBUSD into an int32 lane sum that
+// starts at Y12 (−128·Σ of the lane's four weight levels), so the lane ends
+// at Σ w·a exactly; then as Q8SUM's caller: to float32, times d·xd, added.
+#define Q8VTOK(B, XD, ACC) \
+	VMOVDQU      B, Y2; \
+	VMOVDQU      Y12, Y4; \
+	VPDPBUSD     Y0, Y2, Y4; \
+	VCVTDQ2PS    Y4, Y4; \
+	VBROADCASTSS XD, Y6; \
+	VMULPS       Y7, Y6, Y6; \
+	VFMADD231PS  Y6, Y4, ACC
+
+// func q8RawDot4VNNI(x *byte, b *[4]*uint8, xd *[4]*float32, blocks int, out *float32)
+//
+// q8RawDot4AVX2 with AVX512-VNNI's VPDPBUSD on 256-bit registers, the
+// inputs' levels given + 128 (unsigned): each block's lane sums are the
+// same integers as VPSIGNB, VPMADDUBSW and VPMADDWD give, in one multiply
+// step instead of three (the correction −128·Σw computed once per block
+// for the four inputs), and the float steps are q8RawDot4AVX2's, so the
+// results are its bits.
+TEXT ·q8RawDot4VNNI(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), SI
+	MOVQ         b+8(FP), AX
+	MOVQ         0(AX), R8
+	MOVQ         8(AX), R9
+	MOVQ         16(AX), R10
+	MOVQ         24(AX), R11
+	MOVQ         xd+16(FP), AX
+	MOVQ         0(AX), R12
+	MOVQ         8(AX), R13
+	MOVQ         16(AX), R14
+	MOVQ         24(AX), R15
+	MOVQ         blocks+24(FP), CX
+	MOVQ         out+32(FP), DX
+	VPBROADCASTD kmask80<>(SB), Y15
+	VXORPS       Y8, Y8, Y8
+	VXORPS       Y9, Y9, Y9
+	VXORPS       Y10, Y10, Y10
+	VXORPS       Y11, Y11, Y11
+	XORQ         BX, BX
+
+q8vloop:
+	TESTQ        CX, CX
+	JEQ          q8vdone
+	VPBROADCASTW (SI), X5
+	VCVTPH2PS    X5, Y7
+	VMOVDQU      2(SI), Y0
+	VPXOR        Y1, Y1, Y1
+	VPDPBUSD     Y0, Y15, Y1
+	VPXOR        Y12, Y12, Y12
+	VPSUBD       Y1, Y12, Y12
+	Q8VTOK((R8), (R12)(BX*4), Y8)
+	Q8VTOK((R9), (R13)(BX*4), Y9)
+	Q8VTOK((R10), (R14)(BX*4), Y10)
+	Q8VTOK((R11), (R15)(BX*4), Y11)
+	ADDQ         $34, SI
+	ADDQ         $32, R8
+	ADDQ         $32, R9
+	ADDQ         $32, R10
+	ADDQ         $32, R11
+	INCQ         BX
+	DECQ         CX
+	JMP          q8vloop
+
+q8vdone:
+	HSUM4(Y8, Y9, Y10, Y11, X8, X9, (DX))
+	VZEROUPPER
+	RET
+
+// One input's step of q8RawRows8VNNI: Q8VTOK with d·xd broadcast from the
+// frame (OFF(SP)), computed there for the eight inputs by one VMULPS.
+#define Q8VTOKF(B, OFF, ACC) \
+	VMOVDQU      B, Y2; \
+	VMOVDQU      Y12, Y4; \
+	VPDPBUSD     Y0, Y2, Y4; \
+	VCVTDQ2PS    Y4, Y4; \
+	VBROADCASTSS OFF(SP), Y6; \
+	VFMADD231PS  Y6, Y4, ACC
+
+// The eight-token Q4_K kernel (AVX512-VNNI with AVX512VL, so Y16–Y31 are
+// there): tokens 0–3 as q4kDot4AVX2's VNNI form (Y0–Y7), tokens 4–7 at R11
+// = DI + 4·R8 with their float32 sums in Y16–Y19 and int32 sums in
+// Y20–Y23, the same steps per token, so each token's product has the
+// four-token kernel's bits; the levels split and the scales widened once
+// per block serve eight tokens instead of four.
+
+// Tokens 4–7's sums cleared (EVEX VPXORD: VPXOR has no form for Y16–Y31).
+#define KZERO8 \
+	VPXORD Y16, Y16, Y16; \
+	VPXORD Y17, Y17, Y17; \
+	VPXORD Y18, Y18, Y18; \
+	VPXORD Y19, Y19, Y19; \
+	VPXORD Y20, Y20, Y20; \
+	VPXORD Y21, Y21, Y21; \
+	VPXORD Y22, Y22, Y22; \
+	VPXORD Y23, Y23, Y23
+
+// The eight float32 sums Y0–Y3 and Y16–Y19 added across their lanes into
+// (DX) and 16(DX) (VHADDPS has no form for Y16–Y31: moved down first).
+#define KSTORE8 \
+	KSTORE4; \
+	VMOVUPS Y16, Y0; \
+	VMOVUPS Y17, Y1; \
+	VMOVUPS Y18, Y2; \
+	VMOVUPS Y19, Y3; \
+	ADDQ    $16, DX; \
+	KSTORE4
+
+// Q4TOKS4 for tokens 4–7.
+#define Q4TOKS4H(A0, A1) \
+	Q4TOKV(A0(R11), A1(R11), Y20); \
+	Q4TOKV(A0(R11)(R8*1), A1(R11)(R8*1), Y21); \
+	Q4TOKV(A0(R11)(R8*2), A1(R11)(R8*2), Y22); \
+	Q4TOKV(A0(R11)(R9*1), A1(R11)(R9*1), Y23)
+
+// Q4END for tokens 4–7 (EVEX VPXORD clears the upper registers).
+#define Q4ENDH(D, BS, ACC, FACC) Q4ENDC(D, BS, ACC, FACC, VPXORD)
+
+// func q4kDot8VNNI(x *byte, a *byte, astride int, blocks int, out *float32)
+TEXT ·q4kDot8VNNI(SB), NOSPLIT, $48-40
+	MOVQ   x+0(FP), SI
+	MOVQ   a+8(FP), DI
+	MOVQ   astride+16(FP), R8
+	MOVQ   blocks+24(FP), CX
+	MOVQ   out+32(FP), DX
+	LEAQ   (R8)(R8*2), R9
+	LEAQ   (DI)(R8*4), R11
+	LEAQ   0(SP), R10
+	KPROLOGUE
+	KZERO8
+
+q48block:
+	TESTQ CX, CX
+	JEQ   q48done
+	Q4SCALES
+	Q4SPLIT(16(SI), 0(R10), 2(R10))
+	Q4TOKS4(Q4TOKV, 4, 36)
+	Q4TOKS4H(4, 36)
+	Q4SPLIT(48(SI), 4(R10), 6(R10))
+	Q4TOKS4(Q4TOKV, 68, 100)
+	Q4TOKS4H(68, 100)
+	Q4SPLIT(80(SI), 8(R10), 10(R10))
+	Q4TOKS4(Q4TOKV, 132, 164)
+	Q4TOKS4H(132, 164)
+	Q4SPLIT(112(SI), 12(R10), 14(R10))
+	Q4TOKS4(Q4TOKV, 196, 228)
+	Q4TOKS4H(196, 228)
+	Q4D
+	Q4END((DI), 260(DI), Y4, Y0)
+	Q4END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1)
+	Q4END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2)
+	Q4END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
+	Q4ENDH((R11), 260(R11), Y20, Y16)
+	Q4ENDH((R11)(R8*1), 260(R11)(R8*1), Y21, Y17)
+	Q4ENDH((R11)(R8*2), 260(R11)(R8*2), Y22, Y18)
+	Q4ENDH((R11)(R9*1), 260(R11)(R9*1), Y23, Y19)
+	ADDQ  $144, SI
+	ADDQ  $292, DI
+	ADDQ  $292, R11
+	DECQ  CX
+	JMP   q48block
+
+q48done:
+	KSTORE8
+	VZEROUPPER
+	RET
+
+// The eight-token Q6_K kernel, as q4kDot8VNNI: tokens 4–7 at R11 with
+// Y16–Y19 (float32) and Y20–Y23 (int32), each token's steps those of
+// q6kDot4AVX2's VNNI form.
+
+// The VNNI token step for the eight tokens, their levels at A of each.
+#define TOKS8(A) \
+	TOKS4(Q6TOKV, A); \
+	Q6TOKV(A(R11), Y20); \
+	Q6TOKV(A(R11)(R8*1), Y21); \
+	Q6TOKV(A(R11)(R8*2), Y22); \
+	Q6TOKV(A(R11)(R9*1), Y23)
+
+// Q6HALF4 for eight tokens.
+#define Q6HALF8(QL0, QL1, QH, S0, S1, S2, S3, S4, S5, S6, S7, A0, A1, A2, A3) \
+	Q6L0(QL0, QH); \
+	Q6SC(S0, S1); \
+	TOKS8(A0); \
+	Q6L1(QL1, QH); \
+	Q6SC(S2, S3); \
+	TOKS8(A1); \
+	Q6L2(QL0, QH); \
+	Q6SC(S4, S5); \
+	TOKS8(A2); \
+	Q6L3(QL1, QH); \
+	Q6SC(S6, S7); \
+	TOKS8(A3)
+
+// Q6END for tokens 4–7 (EVEX VPXORD clears the upper registers).
+#define Q6ENDH(D, BS, ACC, FACC) Q6ENDC(D, BS, ACC, FACC, VPXORD)
+
+// func q6kDot8VNNI(x *byte, a *byte, astride int, blocks int, out *float32)
+TEXT ·q6kDot8VNNI(SB), NOSPLIT, $32-40
+	MOVQ   x+0(FP), SI
+	MOVQ   a+8(FP), DI
+	MOVQ   astride+16(FP), R8
+	MOVQ   blocks+24(FP), CX
+	MOVQ   out+32(FP), DX
+	LEAQ   (R8)(R8*2), R9
+	LEAQ   (DI)(R8*4), R11
+	LEAQ   0(SP), R10
+	Q6PROLOGUE
+	KZERO8
+
+q68block:
+	TESTQ CX, CX
+	JEQ   q68done
+	Q6SCALES
+	Q6HALF8(0(SI), 32(SI), 128(SI), 0(R10), 2(R10), 4(R10), 6(R10), 8(R10), 10(R10), 12(R10), 14(R10), 4, 36, 68, 100)
+	Q6HALF8(64(SI), 96(SI), 160(SI), 16(R10), 18(R10), 20(R10), 22(R10), 24(R10), 26(R10), 28(R10), 30(R10), 132, 164, 196, 228)
+	Q6END((DI), 260(DI), Y4, Y0)
+	Q6END((DI)(R8*1), 260(DI)(R8*1), Y5, Y1)
+	Q6END((DI)(R8*2), 260(DI)(R8*2), Y6, Y2)
+	Q6END((DI)(R9*1), 260(DI)(R9*1), Y7, Y3)
+	Q6ENDH((R11), 260(R11), Y20, Y16)
+	Q6ENDH((R11)(R8*1), 260(R11)(R8*1), Y21, Y17)
+	Q6ENDH((R11)(R8*2), 260(R11)(R8*2), Y22, Y18)
+	Q6ENDH((R11)(R9*1), 260(R11)(R9*1), Y23, Y19)
+	ADDQ  $210, SI
+	ADDQ  $292, DI
+	ADDQ  $292, R11
+	DECQ  CX
+	JMP   q68block
+
+q68done:
+	KSTORE8
+	VZEROUPPER
+	RET
+
+// func q8RawRows8VNNI(x *byte, b *[8]*uint8, xd8 *float32, blocks, rows int, out *float32)
+//
+// out[8r+t] = q8RawDot4VNNI's product of row r of x (rows of blocks Q8_0
+// blocks, one after the other) with input t of eight: a tile of rows by
+// eight inputs in one call. xd8 holds the inputs' scales eight by eight per
+// block, so one VMULPS gives the block's eight products d·xd (the same
+// float32 products as q8RawDot4VNNI's), broadcast from the frame to each
+// input's FMA; inputs 4–7 are summed in Y16–Y19. Each input's steps are
+// q8RawDot4VNNI's, so the results are its bits; the block's levels,
+// correction and d serve eight inputs.
+TEXT ·q8RawRows8VNNI(SB), NOSPLIT, $32-48
+	MOVQ         x+0(FP), SI
+	MOVQ         rows+32(FP), R13
+	MOVQ         out+40(FP), DX
+	VPBROADCASTD kmask80<>(SB), Y15
+
+q88row:
+	TESTQ  R13, R13
+	JEQ    q88done
+	MOVQ   b+8(FP), AX
+	MOVQ   0(AX), R8
+	MOVQ   8(AX), R9
+	MOVQ   16(AX), R10
+	MOVQ   24(AX), R11
+	MOVQ   32(AX), R12
+	MOVQ   40(AX), R14
+	MOVQ   48(AX), R15
+	MOVQ   56(AX), BX
+	MOVQ   xd8+16(FP), DI
+	MOVQ   blocks+24(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+
+q88loop:
+	TESTQ        CX, CX
+	JEQ          q88end
+	VPBROADCASTW (SI), X5
+	VCVTPH2PS    X5, Y7
+	VMULPS       (DI), Y7, Y6
+	VMOVUPS      Y6, 0(SP)
+	VMOVDQU      2(SI), Y0
+	VPXOR        Y1, Y1, Y1
+	VPDPBUSD     Y0, Y15, Y1
+	VPXOR        Y12, Y12, Y12
+	VPSUBD       Y1, Y12, Y12
+	Q8VTOKF((R8), 0, Y8)
+	Q8VTOKF((R9), 4, Y9)
+	Q8VTOKF((R10), 8, Y10)
+	Q8VTOKF((R11), 12, Y11)
+	Q8VTOKF((R12), 16, Y16)
+	Q8VTOKF((R14), 20, Y17)
+	Q8VTOKF((R15), 24, Y18)
+	Q8VTOKF((BX), 28, Y19)
+	ADDQ         $34, SI
+	ADDQ         $32, R8
+	ADDQ         $32, R9
+	ADDQ         $32, R10
+	ADDQ         $32, R11
+	ADDQ         $32, R12
+	ADDQ         $32, R14
+	ADDQ         $32, R15
+	ADDQ         $32, BX
+	ADDQ         $32, DI
+	DECQ         CX
+	JMP          q88loop
+
+q88end:
+	HSUM4(Y8, Y9, Y10, Y11, X8, X9, (DX))
+	VMOVUPS Y16, Y8
+	VMOVUPS Y17, Y9
+	VMOVUPS Y18, Y10
+	VMOVUPS Y19, Y11
+	HSUM4(Y8, Y9, Y10, Y11, X8, X9, 16(DX))
+	ADDQ    $32, DX
+	DECQ    R13
+	JMP     q88row
+
+q88done:
 	VZEROUPPER
 	RET

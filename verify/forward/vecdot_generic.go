@@ -30,6 +30,9 @@ var q4kAsm, q6kAsm kAsm
 // activations a, a[stride:], a[2·stride:], a[3·stride:].
 func (k *kFused) dot4(x, a []byte, stride int, out []float32) { k.dot4Generic(x, a, stride, out) }
 
+// dot8 reports false: no eight-input kernel in this build (dot4 runs).
+func (k *kFused) dot8(_, _ []byte, _ int, _ []float32) bool { return false }
+
 // dot1 is the product of the blocks x with the activation a.
 func (k *kFused) dot1(x, a []byte) float32 { return k.generic(x, a) }
 
@@ -73,10 +76,16 @@ func q8RawDot1(x []byte, b []int8, xd []float32) float32 { return q8RawDotGeneri
 // length, one after the other).
 func q8RawRows(x []byte, b []int8, xd []float32, out []float32) { q8RawRowsGeneric(x, b, xd, out) }
 
-// q8RawDot4 is q8RawDot1 of x with four activations.
-func q8RawDot4(x []byte, b [4][]int8, xd [4][]float32) (s [4]float32) {
+// q8Unsigned is false: no kernel here takes Q8_0 levels + 128.
+const q8Unsigned = false
+
+// q8RawDot4 is q8RawDot1 of x with four activations (bu unused here).
+func q8RawDot4(x []byte, b [4][]int8, _ [4][]uint8, xd [4][]float32) (s [4]float32) {
 	for i := range s {
 		s[i] = q8RawDotGeneric(x, b[i], xd[i])
 	}
 	return s
 }
+
+// q8RawRows8 reports false: no eight-input kernel in this build.
+func q8RawRows8(_ []byte, _ [8][]uint8, _ []float32, _ []float32) bool { return false }

@@ -9,8 +9,8 @@ import "math"
 // scales, mins (Q4_K) and d in place, applying the mins through the
 // activation's sums and Q6_K's offset of 32 the same way. Nothing is
 // unpacked per row, which matters for generation, where a row meets one
-// token; a row meets four activations per pass (its levels split once for
-// the four), the rest one at a time.
+// token; a row meets eight activations per pass with AVX512-VNNI, else four
+// (its levels split once for them), the rest one at a time.
 
 // q8KBytes is the size of a block_q8_K: d, 256 levels, 16 int16 sums.
 const q8KBytes = 292
@@ -33,6 +33,9 @@ var (
 // activations of Q8_K blocks, the first at a[0], the next stride bytes on.
 func (k *kFused) rows(x, a []byte, stride, n int, out []float32) {
 	t := 0
+	for t+8 <= n && k.dot8(x, a[t*stride:], stride, out[t:t+8]) {
+		t += 8
+	}
 	for ; t+4 <= n; t += 4 {
 		k.dot4(x, a[t*stride:], stride, out[t:t+4])
 	}

@@ -272,7 +272,7 @@ func TestDotQ8K(t *testing.T) {
 						t.Errorf("q8RawRows, %d groups, row %d: %g, q8RawDot1 %g", groups, k, rr[k], w)
 					}
 				}
-				r4 := q8RawDot4(raw, bs, xds)
+				r4 := q8RawDot4(raw, bs, [4][]uint8{}, xds)
 				for i := range 4 {
 					if want := q8RawDotGeneric(raw, bs[i], xds[i]); math.Abs(float64(r4[i]-want)) > 1e-6*rmag*float64(i+1) {
 						t.Errorf("q8RawDot4, %d groups, input %d: %g, want %g", groups, i, r4[i], want)
