@@ -97,6 +97,8 @@ var derivedKeys = map[string][]derivation{
 	"t5":   {deriveDecoderLayers},
 	"mt5":  {deriveDecoderLayers},
 	"umt5": {deriveDecoderLayers},
+	// Jais2Config: head_dim and num_key_value_heads as LlamaConfig.
+	"jais2": {deriveHeadDim, deriveKVHeads},
 	// SeedOssConfig: head_dim and num_key_value_heads as LlamaConfig.
 	"seed_oss": {deriveHeadDim, deriveKVHeads},
 	// Gemma4TextConfig: default layer types (5 sliding to 1 full), the

@@ -73,6 +73,7 @@ func TestFixtures(t *testing.T) {
 		{"olmo3", "Three sliding layers, then YaRN"},
 		{"bloom", "Slopes instead of rotations"},
 		{"mpt", "Linear biases, no positions"},
+		{"jais2", "Squared rectifiers and biases"},
 		// State-space models (issue 16).
 		{"mamba", "A selective scan over the prompt"},
 		{"falconmamba", "Normalised time steps, B and C"},

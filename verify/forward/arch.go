@@ -664,6 +664,27 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.ffn_up_exps.bias", dims: []dim{dFFExp, dExperts}},
 		},
 	},
+	// jais2: llama_model_jais2: LayerNorms with biases, NeoX RoPE over the
+	// whole head, q/k/v/o with biases, a plain ReLU² FFN with biases.
+	"jais2": {
+		norm: normLayer, rope: ropeNeox, ffn: ffnReLU2,
+		sameHeadDims: true, rotIsHead: true,
+		hparams: layerNormEps,
+		tensors: concat(headRules(true, false), []rule{
+			{name: "output_norm.bias", dims: []dim{dEmbd}},
+			attnNormRule,
+			{name: "blk.%d.attn_norm.bias", dims: []dim{dEmbd}},
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_norm.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_down.bias", dims: []dim{dEmbd}},
+		}),
+	},
 	// bloom: llama_model_bloom: gpt2's blocks without position embeddings,
 	// a LayerNorm of the token embeddings, ALiBi in the soft-max.
 	"bloom": {

@@ -265,6 +265,7 @@ func TestFamilies(t *testing.T) {
 		// ALiBi from attention.max_alibi_bias, no biases, GELU through
 		// ggml's fp16 table.
 		{"mpt", "mpt", 5e-4, nil, nil},
+		{"jais2", "jais2", 1e-6, nil, nil},
 		// Older class names of converted families (archa).
 		{"rwfalcon", "falcon", 5e-4, nil, nil},
 		{"stablelmepoch", "stablelm", 1e-6, nil, nil},
