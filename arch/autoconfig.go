@@ -79,9 +79,13 @@ var derivedKeys = map[string][]derivation{
 	"stablelm": {derivePartialRotary(json.Number("0.25"))},
 	// FalconConfig: num_kv_heads = num_attention_heads when None (also
 	// for a multi_query config).
-	"falcon":  {deriveFalconKVHeads},
-	"olmo":    {deriveKVHeads},
-	"olmo2":   {deriveKVHeads},
+	"falcon": {deriveFalconKVHeads},
+	"olmo":   {deriveKVHeads},
+	"olmo2":  {deriveKVHeads},
+	// Olmo3Config: also layer_types, 3 sliding to 1 full when None, which
+	// olmo2's Params derives alike from the block count; rope parameters
+	// per layer type.
+	"olmo3":   {deriveKVHeads, deriveOlmo3Rope},
 	"granite": {deriveKVHeads},
 	"smollm3": {deriveKVHeads},
 	"cohere":  {deriveKVHeads},
@@ -93,6 +97,8 @@ var derivedKeys = map[string][]derivation{
 	"t5":   {deriveDecoderLayers},
 	"mt5":  {deriveDecoderLayers},
 	"umt5": {deriveDecoderLayers},
+	// Jais2Config: head_dim and num_key_value_heads as LlamaConfig.
+	"jais2": {deriveHeadDim, deriveKVHeads},
 	// SeedOssConfig: head_dim and num_key_value_heads as LlamaConfig.
 	"seed_oss": {deriveHeadDim, deriveKVHeads},
 	// Gemma4TextConfig: default layer types (5 sliding to 1 full), the
@@ -340,4 +346,42 @@ func deriveGemma3n(h HParams) {
 		}
 		h["activation_sparsity_pattern"] = asp
 	}
+}
+
+// deriveOlmo3Rope is Olmo3Config.convert_rope_params_to_dict as to_dict
+// reports it: rope_parameters per layer type (default rope unless given),
+// rope_scaling merged into the full layers' and rope_theta their base; the
+// sliding layers' base is the class default, as rope_theta is popped for
+// the full layers first. rope_scaling and rope_theta leave the dictionary.
+func deriveOlmo3Rope(h HParams) {
+	rp := map[string]any{}
+	if given, ok := h["rope_parameters"].(map[string]any); ok {
+		maps.Copy(rp, given)
+	}
+	perType := func(key string) map[string]any {
+		m := map[string]any{"rope_type": "default"}
+		if given, ok := rp[key].(map[string]any); ok {
+			m = maps.Clone(given)
+		}
+		rp[key] = m
+		return m
+	}
+	full, sliding := perType("full_attention"), perType("sliding_attention")
+	if rs, ok := h["rope_scaling"].(map[string]any); ok {
+		maps.Copy(full, rs)
+	}
+	const olmo3Theta = json.Number("500000.0") // Olmo3Config.default_theta
+	theta := any(olmo3Theta)
+	if v, ok := h["rope_theta"]; ok {
+		theta = v
+	}
+	if _, ok := full["rope_theta"]; !ok {
+		full["rope_theta"] = theta
+	}
+	if _, ok := sliding["rope_theta"]; !ok {
+		sliding["rope_theta"] = olmo3Theta
+	}
+	delete(h, "rope_scaling")
+	delete(h, "rope_theta")
+	h["rope_parameters"] = rp
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	register(newFalcon, "FalconForCausalLM")
+	register(newFalcon, "FalconForCausalLM", "RWForCausalLM")
 }
 
 // falcon is FalconModel (conversion/falcon.py): the fused query_key_value

@@ -8,8 +8,8 @@ import (
 )
 
 func init() {
-	register(newOlmo, "OlmoForCausalLM")
-	register(newOlmo2, "Olmo2ForCausalLM")
+	register(newOlmo, "OlmoForCausalLM", "OLMoForCausalLM")
+	register(newOlmo2, "Olmo2ForCausalLM", "Olmo3ForCausalLM")
 }
 
 // olmo is OlmoModel (conversion/olmo.py): TextModel's parameters with a

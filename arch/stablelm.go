@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(newStableLM, "StableLmForCausalLM")
+	register(newStableLM, "StableLmForCausalLM", "StableLMEpochForCausalLM", "LlavaStableLMEpochForCausalLM")
 }
 
 // stablelm is StableLMModel (conversion/stablelm.py): LayerNorms with

@@ -102,6 +102,12 @@ var aliasesWithoutFixture = map[string]string{
 	"JinaBertModel": "JinaBertForMaskedLM",
 	// KimiLinearModel's second name: the same remote-code checkpoints.
 	"KimiLinearModel": "KimiLinearForCausalLM",
+	// BloomModel: BloomForCausalLM's checkpoint without the "transformer."
+	// prefix (which the converter strips) and without a head.
+	"BloomModel": "BloomForCausalLM",
+	// LLaVA's StableLM text tower: StableLMEpoch's tensors beside the vision
+	// tower and the mm_projector, which the converter drops.
+	"LlavaStableLMEpochForCausalLM": "StableLMEpochForCausalLM",
 }
 
 func TestFixtures(t *testing.T) {

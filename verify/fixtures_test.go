@@ -69,6 +69,11 @@ func TestFixtures(t *testing.T) {
 		{"olmo2", "Norms after attention, not before"},
 		{"commandr", "Attention and FFN side by side"},
 		{"falcon", "Two norms, one parallel block"},
+		{"rwfalcon", "One key head for every query head"},
+		{"olmo3", "Three sliding layers, then YaRN"},
+		{"bloom", "Slopes instead of rotations"},
+		{"mpt", "Linear biases, no positions"},
+		{"jais2", "Squared rectifiers and biases"},
 		// State-space models (issue 16).
 		{"mamba", "A selective scan over the prompt"},
 		{"falconmamba", "Normalised time steps, B and C"},

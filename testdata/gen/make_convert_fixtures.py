@@ -1118,8 +1118,10 @@ FIXTURES["seedoss"] = dict(
 #                          without a transformers class; needs logits_from=False or a reference);
 #   logits_from            the fixture whose logits stand for this one (the same weights stored another
 #                          way), or False for none; default: computed from this fixture's folder;
-#   logits_config(spec)    the transformers config to load the folder with when its config.json is the
-#                          remote code's (keys transformers does not read);
+#   logits_config(spec)    the transformers config to build the model with and load the folder with when
+#                          its config.json is the remote code's (keys transformers does not read);
+#   hf_cls                 the transformers class that builds and loads the model when cls (the config's
+#                          architecture, what the converter reads) is an older or remote-code name for it;
 #   logits_fn(root, spec, ids), prompt  our own reference forward pass (a remote-code model transformers has no
 #                          class for) giving the logits of prompt["ids"], instead of transformers';
 #   shards                 a list of tensor-name lists, one a shard, with None for the shard holding every
@@ -1272,8 +1274,11 @@ def build(out, name):
         # safetensors with the real tensor names itself (logits_from=False then).
         spec["write_weights"](root, spec)
     else:
-        cfg = transformers.AutoConfig.from_pretrained(root)
-        model_cls = getattr(transformers, spec["cls"])
+        if spec.get("logits_config"):
+            cfg = spec["logits_config"](spec)
+        else:
+            cfg = transformers.AutoConfig.from_pretrained(root)
+        model_cls = getattr(transformers, spec.get("hf_cls", spec["cls"]))
         model = model_cls(cfg)
         init_weights(model, spec["seed"], spec["norm"])
         model = model.to(DTYPES[spec["dtype"]])
@@ -1361,7 +1366,7 @@ def write_logits(out, name):
         if spec.get("reference"):
             hidden = spec["reference"](d, spec, prompt["ids"])
         else:
-            model_cls = getattr(transformers, spec["cls"])
+            model_cls = getattr(transformers, spec.get("hf_cls", spec["cls"]))
             kw = {"config": spec["logits_config"](spec)} if spec.get("logits_config") else {}
             model = model_cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager", **kw)
             model.eval()
@@ -1432,7 +1437,7 @@ def write_logits_file(root, spec, prompt, kind, full, scores=None):
         info["computed_with"] = OrderedDict([
             ("transformers", transformers.__version__), ("torch", torch.__version__),
             ("load", "%s.from_pretrained(folder, dtype=torch.float32, attn_implementation='eager'%s)"
-             % (spec["cls"], ", config=" + spec["logits_config"].__name__ + "(spec)" if spec.get("logits_config") else "")),
+             % (spec.get("hf_cls", spec["cls"]), ", config=" + spec["logits_config"].__name__ + "(spec)" if spec.get("logits_config") else "")),
         ])
     write_json(os.path.join(root, "logits.json"), info)
 

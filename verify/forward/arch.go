@@ -102,6 +102,8 @@ type archInfo struct {
 	embedScale bool
 	// posEmbd adds learned absolute position embeddings (gpt2).
 	posEmbd bool
+	// tokNorm normalises the token embeddings (token_embd_norm, bloom).
+	tokNorm bool
 	// qkNorm RMS-normalises each Q and K head before RoPE (qwen3, gemma3).
 	qkNorm bool
 	// qkNormFull: the Q and K norms span all heads (one weight of
@@ -662,29 +664,67 @@ var archs = map[string]*archInfo{
 			{name: "blk.%d.ffn_up_exps.bias", dims: []dim{dFFExp, dExperts}},
 		},
 	},
+	// jais2: llama_model_jais2: LayerNorms with biases, NeoX RoPE over the
+	// whole head, q/k/v/o with biases, a plain ReLU² FFN with biases.
+	"jais2": {
+		norm: normLayer, rope: ropeNeox, ffn: ffnReLU2,
+		sameHeadDims: true, rotIsHead: true,
+		hparams: layerNormEps,
+		tensors: concat(headRules(true, false), []rule{
+			{name: "output_norm.bias", dims: []dim{dEmbd}},
+			attnNormRule,
+			{name: "blk.%d.attn_norm.bias", dims: []dim{dEmbd}},
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_norm.bias", dims: []dim{dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+			{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}},
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_down.bias", dims: []dim{dEmbd}},
+		}),
+	},
+	// bloom: llama_model_bloom: gpt2's blocks without position embeddings,
+	// a LayerNorm of the token embeddings, ALiBi in the soft-max.
+	"bloom": {
+		norm: normLayer, rope: ropeNone, ffn: ffnGELU, tokNorm: true,
+		sameHeadDims: true,
+		hparams:      bloomHparams,
+		tensors: concat([]rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "token_embd_norm.weight", dims: []dim{dEmbd}},
+			{name: "token_embd_norm.bias", dims: []dim{dEmbd}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output_norm.bias", dims: []dim{dEmbd}},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}, optional: true},
+		}, fusedBlockRules(false)),
+	},
 	"gpt2": {
 		norm: normLayer, rope: ropeNone, ffn: ffnGELU, posEmbd: true,
 		sameHeadDims: true,
 		hparams:      layerNormEps,
-		tensors: []rule{
+		tensors: concat([]rule{
 			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
 			{name: "position_embd.weight", dims: []dim{dEmbd, dCtx}},
 			{name: "output_norm.weight", dims: []dim{dEmbd}},
 			{name: "output_norm.bias", dims: []dim{dEmbd}},
 			{name: "output.weight", dims: []dim{dEmbd, dVocab}, optional: true},
-			attnNormRule,
-			{name: "blk.%d.attn_norm.bias", dims: []dim{dEmbd}},
-			{name: "blk.%d.attn_qkv.weight", dims: []dim{dEmbd, dFusedQKV}},
-			{name: "blk.%d.attn_qkv.bias", dims: []dim{dFusedQKV}},
-			{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
-			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}},
-			ffnNormRule,
-			{name: "blk.%d.ffn_norm.bias", dims: []dim{dEmbd}},
-			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
-			{name: "blk.%d.ffn_down.bias", dims: []dim{dEmbd}},
-			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
-			{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}},
-		},
+		}, fusedBlockRules(false)),
+	},
+	// mpt: llama_model_mpt: gpt2's graph with ALiBi (attention.max_alibi_bias)
+	// or learned positions, every bias optional, the QKV clamp.
+	"mpt": {
+		norm: normLayer, rope: ropeNone, ffn: ffnGELU,
+		sameHeadDims: true,
+		hparams:      mptHparams,
+		tensors: concat([]rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "position_embd.weight", dims: []dim{dEmbd, dCtx}, optional: true},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			{name: "output_norm.bias", dims: []dim{dEmbd}, optional: true},
+			{name: "output.weight", dims: []dim{dEmbd, dVocab}, optional: true},
+		}, fusedBlockRules(true)),
 	},
 }
 
@@ -827,6 +867,28 @@ func llama4Hparams(c *Config, r *kvReader) error {
 func layerNormEps(c *Config, r *kvReader) error {
 	_, err := r.f32(r.key("attention.layer_norm_epsilon"), &c.NormEps, true)
 	return err
+}
+
+// mptHparams mirrors llama_model_mpt::load_arch_hparams: the layer-norm
+// epsilon, the optional QKV clamp and ALiBi maximum bias.
+func mptHparams(c *Config, r *kvReader) error {
+	if err := olmoHparams(c, r); err != nil {
+		return err
+	}
+	if _, err := r.f32(r.key("attention.max_alibi_bias"), &c.MaxAlibiBias, false); err != nil {
+		return err
+	}
+	if c.MaxAlibiBias < 0 || math.IsNaN(float64(c.MaxAlibiBias)) {
+		return fmt.Errorf("%w: %s max_alibi_bias %g", ErrMetadata, c.Arch, c.MaxAlibiBias)
+	}
+	return nil
+}
+
+// bloomHparams mirrors llama_model_bloom::load_arch_hparams: the
+// layer-norm epsilon, and ALiBi's maximum bias fixed at 8 (no GGUF key).
+func bloomHparams(c *Config, r *kvReader) error {
+	c.MaxAlibiBias = 8
+	return layerNormEps(c, r)
 }
 
 // gptneoxHparams mirrors llama_model_gptneox::load_arch_hparams: the
@@ -1644,4 +1706,19 @@ func mropeHparams(base func(*Config, *kvReader) error) func(*Config, *kvReader) 
 		}
 		return nil
 	}
+}
+
+// fusedBlockRules are a GPT-2-style block's tensors: LayerNorms, a fused
+// QKV, a plain GELU FFN, each with a bias (optional ones: mpt).
+func fusedBlockRules(optionalBias bool) []rule {
+	rules := []rule{attnNormRule, {name: "blk.%d.attn_qkv.weight", dims: []dim{dEmbd, dFusedQKV}},
+		{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}}, ffnNormRule,
+		{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}}, {name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}}}
+	for _, b := range []struct {
+		name string
+		d    dim
+	}{{"attn_norm", dEmbd}, {"attn_qkv", dFusedQKV}, {"attn_output", dEmbd}, {"ffn_norm", dEmbd}, {"ffn_down", dEmbd}, {"ffn_up", dFF}} {
+		rules = append(rules, rule{name: "blk.%d." + b.name + ".bias", dims: []dim{b.d}, optional: optionalBias})
+	}
+	return rules
 }

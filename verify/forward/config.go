@@ -85,6 +85,9 @@ type Config struct {
 	// ClampKQV clamps Q, K and V to ±ClampKQV after their projections
 	// (olmo's clip_qkv); 0 means no clamping.
 	ClampKQV float32
+	// MaxAlibiBias is the ALiBi maximum bias (bloom's fixed 8); 0 means
+	// no ALiBi.
+	MaxAlibiBias float32
 	// ParallelResidual runs attention and FFN on the same layer input
 	// (gptneox's use_parallel_residual).
 	ParallelResidual bool

@@ -259,6 +259,18 @@ func TestFamilies(t *testing.T) {
 		{"stablelm", "stablelm", 1e-6, nil, nil},
 		{"falcon", "falcon", 5e-4, nil, nil},
 		{"starcoder", "starcoder", 5e-4, nil, nil},
+		// ALiBi (fixed maximum bias 8), the embedding LayerNorm; GELU
+		// through ggml's fp16 table: 1.4e-4.
+		{"bloom", "bloom", 5e-4, nil, nil},
+		// ALiBi from attention.max_alibi_bias, no biases, GELU through
+		// ggml's fp16 table.
+		{"mpt", "mpt", 5e-4, nil, nil},
+		{"jais2", "jais2", 1e-6, nil, nil},
+		// Older class names of converted families (archa).
+		{"rwfalcon", "falcon", 5e-4, nil, nil},
+		{"stablelmepoch", "stablelm", 1e-6, nil, nil},
+		{"olmocaps", "olmo", 1e-6, nil, nil},
+		{"olmo3", "olmo2", 1e-6, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

@@ -53,6 +53,8 @@ type Model struct {
 	rwkv              []rwkv7Layer
 	rwkv6             []rwkv6Layer
 	tokNorm, tokNormB []float32
+	// alibi holds the per-head ALiBi slopes (nil: no bias).
+	alibi []float32
 }
 
 // layer holds one block's weights; nil means the model has no such tensor.
@@ -251,6 +253,13 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 	set(&m.ropeFreqs, "rope_freqs.weight")
 	set(&m.ropeLong, "rope_factors_long.weight")
 	set(&m.ropeShrt, "rope_factors_short.weight")
+	if cfg.arch.tokNorm {
+		set(&m.tokNorm, "token_embd_norm.weight")
+		set(&m.tokNormB, "token_embd_norm.bias")
+	}
+	if cfg.MaxAlibiBias > 0 {
+		m.alibi = alibiSlopes(cfg.Heads, float64(cfg.MaxAlibiBias))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -178,6 +178,11 @@ func (s *Session) Eval(ctx context.Context, tokens []int, all bool) ([][]float32
 			return nil, err
 		}
 	default:
+		if m.tokNorm != nil {
+			for t := range x {
+				s.norm(x[t], x[t], m.tokNorm, m.tokNormB)
+			}
+		}
 		for il := range m.layers {
 			if err := s.layer(ctx, il, x); err != nil {
 				return nil, err
@@ -643,6 +648,13 @@ func (s *Session) attention(ctx context.Context, il int, q, out [][]float32) err
 		}
 		if sinks := s.m.layers[il].sinks; sinks != nil {
 			softmaxSink(scores, kqScale, sinks[hd])
+		} else if s.m.alibi != nil {
+			// ggml_soft_max_ext with max_bias: the mask holds -|i-j|.
+			slope := s.m.alibi[hd]
+			for j := lo; j <= pos; j++ {
+				scores[j-lo] = scores[j-lo]*kqScale - slope*float32(pos-j)
+			}
+			softmax(scores, 1)
 		} else {
 			softmax(scores, kqScale)
 		}

@@ -33,7 +33,7 @@ func tinyKVs(arch string, layers, embd, heads, headsKV int, extra ...gguf.KV) []
 // TestVariants runs the layouts of this package's newer architectures the
 // fixtures do not reach (a parallel stablelm block, per-head Q/K norms,
 // Falcon-7B's shared norm and multi-query attention, Olmo 3's sliding
-// window with YaRN, clamped Q/K/V, gemma3n's KV-shared blocks at
+// window with YaRN, clamped Q/K/V, ALiBi, gemma3n's KV-shared blocks at
 // llama.cpp's sizes) on random weights: each loads, and a prompt evaluated
 // at once and token by token gives the same logits.
 func TestVariants(t *testing.T) {
@@ -53,6 +53,11 @@ func TestVariants(t *testing.T) {
 		{"stablelm 2 12b", tinyKVs("stablelm", 2, 16, 4, 2, gguf.KV{Key: "stablelm.rope.dimension_count", Value: gguf.Uint32(2)}),
 			nil, []string{"blk.%d.attn_q_norm.weight", "blk.%d.attn_k_norm.weight"}},
 		{"falcon-7b", tinyKVs("falcon", 2, 16, 4, 1), nil, nil},
+		// ALiBi over 3 heads (ggml's second slope series), biases; MPT's
+		// ALiBi with the clamp and a QKV bias.
+		{"bloom 3 heads", tinyKVs("bloom", 2, 12, 3, 3), nil, nil},
+		{"mpt alibi clamped", tinyKVs("mpt", 2, 16, 4, 4, gguf.KV{Key: "mpt.attention.max_alibi_bias", Value: gguf.Float32(8)},
+			gguf.KV{Key: "mpt.attention.clamp_kqv", Value: gguf.Float32(0.5)}), nil, []string{"blk.%d.attn_qkv.bias"}},
 		{"phi2", tinyKVs("phi2", 2, 16, 2, 2, gguf.KV{Key: "phi2.rope.dimension_count", Value: gguf.Uint32(4)}), nil, nil},
 		{"chatglm", tinyKVs("chatglm", 2, 16, 4, 2, gguf.KV{Key: "chatglm.rope.dimension_count", Value: gguf.Uint32(2)}), nil, nil},
 		// Batched and single-token products round differently in the last
