@@ -1,0 +1,19 @@
+package verify
+
+import "testing"
+
+// TestClassicFixtures verifies ggufkit's conversions of the fixtures of
+// verify/forward's arch_classic.go families (see TestFixtures).
+func TestClassicFixtures(t *testing.T) {
+	tests := []struct {
+		fixture, prompt string
+	}{
+		{"nemotron", "Squared ReLU and LayerNorm1P"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fixture, func(t *testing.T) {
+			t.Parallel()
+			checkFixture(t, tc.fixture, tc.prompt)
+		})
+	}
+}

@@ -1,0 +1,35 @@
+package forward
+
+// Older decoder families built from the shared blocks, each a row of the
+// architecture table (src/models/<arch>.cpp of llama.cpp commit 0c1e570).
+func init() {
+	for name, a := range map[string]*archInfo{
+		// nemotron: LayerNorms with biases (LayerNorm1P's +1 is in the
+		// weights), NeoX RoPE on the first n_rot dimensions, an ungated
+		// ReLU² FFN, optional attention-output and FFN biases.
+		"nemotron": {
+			norm: normLayer, rope: ropeNeox, ffn: ffnReLU2,
+			sameHeadDims: true,
+			hparams:      layerNormEps,
+			tensors: []rule{
+				{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+				{name: "output_norm.weight", dims: []dim{dEmbd}},
+				{name: "output_norm.bias", dims: []dim{dEmbd}},
+				{name: "output.weight", dims: []dim{dEmbd, dVocab}},
+				attnNormRule,
+				{name: "blk.%d.attn_norm.bias", dims: []dim{dEmbd}},
+				{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+				{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+				{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}, optional: true},
+				ffnNormRule,
+				{name: "blk.%d.ffn_norm.bias", dims: []dim{dEmbd}},
+				{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+				{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+				{name: "blk.%d.ffn_down.bias", dims: []dim{dEmbd}, optional: true},
+				{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}, optional: true},
+			},
+		},
+	} {
+		archs[name] = a
+	}
+}
