@@ -9,6 +9,7 @@ func TestClassicFixtures(t *testing.T) {
 		fixture, prompt string
 	}{
 		{"nemotron", "Squared ReLU and LayerNorm1P"},
+		{"minicpm", "Scaled embeddings, residuals and logits"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

@@ -1,5 +1,7 @@
 package forward
 
+import "math"
+
 // Older decoder families built from the shared blocks, each a row of the
 // architecture table (src/models/<arch>.cpp of llama.cpp commit 0c1e570).
 func init() {
@@ -32,4 +34,24 @@ func init() {
 	} {
 		archs[name] = a
 	}
+	// minicpm: granite's graph (llama_model_minicpm uses
+	// llama_model_granite::graph) with MiniCPM's defaults for the scales.
+	m := *archs["granite"]
+	m.hparams = minicpmHparams
+	archs["minicpm"] = &m
+}
+
+// minicpmHparams mirrors llama_model_minicpm::load_arch_hparams: the
+// embedding scale 12, residual scale 1.4/√n_layer and logit scale
+// 256/n_embd of older files, each replaced by its key when present.
+func minicpmHparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	c.EmbedScale = 12
+	c.ResidualScale = float32(1.4 / math.Sqrt(float64(float32(c.Layers))))
+	if c.Embd > 0 {
+		c.LogitScale = 1 / (256 / float32(c.Embd))
+	}
+	return readGraniteScales(c, r, false)
 }

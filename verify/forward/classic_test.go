@@ -11,6 +11,7 @@ func TestClassicFamilies(t *testing.T) {
 		maxRel        float64
 	}{
 		{"nemotron", "nemotron", 1e-6},
+		{"minicpm", "minicpm", 1e-6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

@@ -1,0 +1,155 @@
+package arch
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ggufkit/ggufkit/gguf"
+)
+
+// Older decoders of llama.cpp's converter on the Llama layout, most of them
+// remote-code models whose config.json the converter reads as it is:
+// MiniCPM (conversion/minicpm.py).
+func init() {
+	register(newMiniCPM, "MiniCPMForCausalLM")
+}
+
+// mustFloat is hparams[key] as a number: a missing key is the converter's
+// KeyError.
+func (t *text) mustFloat(key string) (float64, error) {
+	f, ok, err := t.h.Float(key)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, fmt.Errorf("config.json: %s is missing", key)
+	}
+	return f, nil
+}
+
+// mappedQK maps a tensor under its GGUF name, Q and K projection weights
+// permuted with LlamaModel.permute (K by nKV heads; nKV 0 is None).
+func (t *text) mappedQK(in Input, bid int, nHead, nKV int64) ([]Output, error) {
+	var build func([][]float32) ([]float32, error)
+	var order []int64
+	var err error
+	switch {
+	case strings.HasSuffix(in.Name, "q_proj.weight"):
+		build, order, err = permuteQK(in.Shape, nHead, nHead)
+	case strings.HasSuffix(in.Name, "k_proj.weight"):
+		build, order, err = permuteQK(in.Shape, nHead, nKV)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: Q/K permutation: %w", in.Name, err)
+	}
+	outs, err := t.mapped(in, in.Name, bid, build)
+	if err == nil {
+		outs[0].RowOrder = order
+	}
+	return outs, err
+}
+
+// minicpm is MiniCPMModel: TextModel's keys plus the embedding, residual
+// and logit scales, Q/K permuted like Llama, long-context rope factors.
+type minicpm struct{ text }
+
+func newMiniCPM(h HParams, dir string) (Model, error) {
+	t, err := newText("minicpm", h, dir)
+	return &minicpm{t}, err
+}
+
+func (m *minicpm) Vocab() VocabKind { return VocabSentencePiece }
+
+// Params adds embedding_scale (scale_emb), residual_scale (scale_depth /
+// √n_layer) and logit_scale (hidden_size / dim_model_base).
+func (m *minicpm) Params(ft gguf.FileType) ([]gguf.KV, error) {
+	k, err := m.params(ft)
+	if err != nil {
+		return nil, err
+	}
+	emb, err := m.mustFloat("scale_emb")
+	if err != nil {
+		return nil, err
+	}
+	depth, err := m.mustFloat("scale_depth")
+	if err != nil {
+		return nil, err
+	}
+	layers, err := m.mustFloat("num_hidden_layers")
+	if err != nil {
+		return nil, err
+	}
+	hidden, err := m.mustFloat("hidden_size")
+	if err != nil {
+		return nil, err
+	}
+	base, err := m.mustFloat("dim_model_base")
+	if err != nil {
+		return nil, err
+	}
+	if layers <= 0 || base == 0 {
+		// Python's division by zero (or a complex power).
+		return nil, &ConfigError{Key: "dim_model_base", Value: m.h["dim_model_base"], Msg: fmt.Sprintf("and num_hidden_layers %g give no scales", layers)}
+	}
+	for _, s := range []struct {
+		suffix string
+		v      float64
+	}{{"embedding_scale", emb}, {"residual_scale", depth / math.Sqrt(layers)}, {"logit_scale", hidden / base}} {
+		if err := k.f32(s.suffix, s.v); err != nil {
+			return nil, err
+		}
+	}
+	return k.l.KVs(), nil
+}
+
+// Extra is generate_extra_tensors: rope_factors_long/short when the rope
+// parameters have long or short factors, n_rot/2 values each (n_rot =
+// hidden_size // num_attention_heads).
+func (m *minicpm) Extra() ([]Output, error) {
+	hidden, err := m.h.MustInt("hidden_size")
+	if err != nil {
+		return nil, err
+	}
+	heads, err := m.h.MustInt("num_attention_heads")
+	if err != nil {
+		return nil, err
+	}
+	if heads <= 0 {
+		return nil, &ConfigError{Key: "num_attention_heads", Value: heads, Msg: "is not a head count"}
+	}
+	return m.longRopeFactors(floorDiv(hidden, heads))
+}
+
+// longRopeFactors is MiniCPM's and MiniCPM3's check of the rope factors
+// (both present when either is non-empty, dims/2 values each) and the
+// tensors.
+func (t *text) longRopeFactors(dims int64) ([]Output, error) {
+	long, short := t.rope["long_factor"], t.rope["short_factor"]
+	if !truthy(long) && !truthy(short) {
+		return nil, nil
+	}
+	l, okL := long.([]any)
+	s, okS := short.([]any)
+	if !okL || !okS {
+		return nil, fmt.Errorf("config.json: rope scaling needs both long_factor and short_factor lists")
+	}
+	if len(l) != len(s) || int64(2*len(l)) != dims {
+		return nil, fmt.Errorf("config.json: rope long and short factors must have %g values each, have %d and %d", float64(dims)/2, len(l), len(s))
+	}
+	return t.ropeFactors(l, s)
+}
+
+// Modify permutes Q (by num_attention_heads) and K (by
+// num_key_value_heads, None: by num_attention_heads).
+func (m *minicpm) Modify(in Input, bid int) ([]Output, error) {
+	nHead, err := m.h.MustInt("num_attention_heads")
+	if err != nil {
+		return nil, err
+	}
+	nKV, _, err := m.h.Int("num_key_value_heads")
+	if err != nil {
+		return nil, err
+	}
+	return m.mappedQK(in, bid, nHead, nKV)
+}
