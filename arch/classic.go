@@ -10,9 +10,12 @@ import (
 
 // Older decoders of llama.cpp's converter on the Llama layout, most of them
 // remote-code models whose config.json the converter reads as it is:
-// MiniCPM (conversion/minicpm.py).
+// MiniCPM and MiniCPM3 (conversion/minicpm.py).
 func init() {
 	register(newMiniCPM, "MiniCPMForCausalLM")
+	register(newMiniCPM3, "MiniCPM3ForCausalLM")
+	// MiniCPM3Config.__post_init__: num_key_value_heads = heads when None.
+	derivedKeys["minicpm3"] = append(derivedKeys["minicpm3"], deriveKVHeads)
 }
 
 // mustFloat is hparams[key] as a number: a missing key is the converter's
@@ -153,3 +156,92 @@ func (m *minicpm) Modify(in Input, bid int) ([]Output, error) {
 	}
 	return m.mappedQK(in, bid, nHead, nKV)
 }
+
+// minicpm3 is MiniCPM3Model: multi-head latent attention with the
+// compressed K/V projection kept whole (attn_kv_b), tensors mapped
+// unchanged, its own short list of keys.
+type minicpm3 struct{ text }
+
+func newMiniCPM3(h HParams, dir string) (Model, error) {
+	t, err := newText("minicpm3", h, dir)
+	return &minicpm3{t}, err
+}
+
+func (m *minicpm3) Vocab() VocabKind { return VocabSentencePiece }
+
+// Params is MiniCPM3Model.set_gguf_parameters, which does not call
+// TextModel's: the file type first, then the sizes, the optional Q LoRA
+// rank, the KV LoRA rank, key_length (qk_nope_head_dim +
+// qk_rope_head_dim) and the rope dimension count (qk_rope_head_dim).
+func (m *minicpm3) Params(ft gguf.FileType) ([]gguf.KV, error) {
+	k := &kv{arch: m.arch}
+	k.l.Set(gguf.KeyGeneralFileType, gguf.Uint32(uint32(ft)))
+	get := func(key string) (any, error) {
+		v, ok := m.h[key]
+		if !ok {
+			return nil, fmt.Errorf("config.json: %s is missing", key)
+		}
+		return v, nil
+	}
+	steps := []struct {
+		key, suffix string
+		add         func(string, any) error
+	}{
+		{"max_position_embeddings", "context_length", k.u32},
+		{"hidden_size", "embedding_length", k.u32},
+		{"", "block_count", k.u32},
+		{"intermediate_size", "feed_forward_length", k.u32},
+		{"num_attention_heads", "attention.head_count", k.u32},
+		{"num_key_value_heads", "attention.head_count_kv", k.u32},
+		{"rms_norm_eps", "attention.layer_norm_rms_epsilon", k.f32},
+		{"vocab_size", "vocab_size", k.u32},
+		{"q_lora_rank", "attention.q_lora_rank", k.u32},
+		{"kv_lora_rank", "attention.kv_lora_rank", k.u32},
+	}
+	for _, s := range steps {
+		var v any = m.blocks
+		if s.key == "q_lora_rank" {
+			if v = m.h[s.key]; v == nil {
+				continue
+			}
+		} else if s.key != "" {
+			var err error
+			if v, err = get(s.key); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.add(s.suffix, v); err != nil {
+			return nil, err
+		}
+	}
+	nope, err := m.h.MustInt("qk_nope_head_dim")
+	if err != nil {
+		return nil, err
+	}
+	rot, err := m.h.MustInt("qk_rope_head_dim")
+	if err != nil {
+		return nil, err
+	}
+	if err := k.u32("attention.key_length", nope+rot); err != nil {
+		return nil, err
+	}
+	if err := k.u32("rope.dimension_count", rot); err != nil {
+		return nil, err
+	}
+	return k.l.KVs(), nil
+}
+
+// Extra is generate_extra_tensors: the rope factors, qk_rope_head_dim/2
+// values each.
+func (m *minicpm3) Extra() ([]Output, error) {
+	if !truthy(m.rope["long_factor"]) && !truthy(m.rope["short_factor"]) {
+		return nil, nil
+	}
+	rot, err := m.h.MustInt("qk_rope_head_dim")
+	if err != nil {
+		return nil, err
+	}
+	return m.longRopeFactors(rot)
+}
+
+func (m *minicpm3) Modify(in Input, bid int) ([]Output, error) { return m.mapped(in, in.Name, bid, nil) }
