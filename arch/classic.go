@@ -244,4 +244,6 @@ func (m *minicpm3) Extra() ([]Output, error) {
 	return m.longRopeFactors(rot)
 }
 
-func (m *minicpm3) Modify(in Input, bid int) ([]Output, error) { return m.mapped(in, in.Name, bid, nil) }
+func (m *minicpm3) Modify(in Input, bid int) ([]Output, error) {
+	return m.mapped(in, in.Name, bid, nil)
+}

@@ -82,8 +82,8 @@ type layer struct {
 	wkB, wvB        []*matrix
 	// minicpm3: the whole decompression of the latent into each head's
 	// non-rotated key and value (attn_kv_b).
-	wkvB *matrix
-	expProbsB       []float32
+	wkvB      *matrix
+	expProbsB []float32
 	// gpt-oss: the attention sinks (one logit per head), the router bias
 	// and the experts' biases (n_expert rows each).
 	sinks                         []float32
