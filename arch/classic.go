@@ -10,8 +10,9 @@ import (
 
 // Older decoders of llama.cpp's converter on the Llama layout, most of them
 // remote-code models whose config.json the converter reads as it is:
-// MiniCPM and MiniCPM3 (conversion/minicpm.py).
+// MiniCPM and MiniCPM3 (conversion/minicpm.py), Orion (conversion/orion.py).
 func init() {
+	register(newOrion, "OrionForCausalLM")
 	register(newMiniCPM, "MiniCPMForCausalLM")
 	register(newMiniCPM3, "MiniCPM3ForCausalLM")
 	// MiniCPM3Config.__post_init__: num_key_value_heads = heads when None.
@@ -245,5 +246,69 @@ func (m *minicpm3) Extra() ([]Output, error) {
 }
 
 func (m *minicpm3) Modify(in Input, bid int) ([]Output, error) {
+	return m.mapped(in, in.Name, bid, nil)
+}
+
+// orion is OrionModel: TextModel's tensors unchanged, its own key list
+// (no rope keys; the config's rms_norm_eps is the epsilon of its
+// LayerNorms).
+type orion struct{ text }
+
+func newOrion(h HParams, dir string) (Model, error) {
+	t, err := newText("orion", h, dir)
+	return &orion{t}, err
+}
+
+func (m *orion) Vocab() VocabKind { return VocabSentencePiece }
+
+// Params is OrionModel.set_gguf_parameters, which does not call
+// TextModel's: the file type, the tensor data layout, the context length
+// (max_sequence_length, max_position_embeddings or model_max_length), the
+// sizes, head_count_kv (num_key_value_heads, else the head count) and the
+// LayerNorm epsilon from rms_norm_eps.
+func (m *orion) Params(ft gguf.FileType) ([]gguf.KV, error) {
+	k := &kv{arch: m.arch}
+	k.l.Set(gguf.KeyGeneralFileType, gguf.Uint32(uint32(ft)))
+	k.l.Set(k.key("tensor_data_layout"), gguf.String("Meta AI original pth"))
+	var ctx any
+	found := false
+	for _, key := range []string{"max_sequence_length", "max_position_embeddings", "model_max_length"} {
+		if v, ok := m.h[key]; ok {
+			ctx, found = v, true
+			break
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("config.json: can not find ctx length parameter")
+	}
+	heads, ok := m.h["num_attention_heads"]
+	if !ok {
+		return nil, fmt.Errorf("config.json: num_attention_heads is missing")
+	}
+	kvHeads, ok := m.h["num_key_value_heads"]
+	if !ok {
+		kvHeads = heads
+	}
+	for _, s := range []struct {
+		suffix string
+		v      any
+		add    func(string, any) error
+	}{
+		{"context_length", ctx, k.u32},
+		{"embedding_length", m.h["hidden_size"], k.u32},
+		{"block_count", m.blocks, k.u32},
+		{"feed_forward_length", m.h["intermediate_size"], k.u32},
+		{"attention.head_count", heads, k.u32},
+		{"attention.head_count_kv", kvHeads, k.u32},
+		{"attention.layer_norm_epsilon", m.h["rms_norm_eps"], k.f32},
+	} {
+		if err := s.add(s.suffix, s.v); err != nil {
+			return nil, err
+		}
+	}
+	return k.l.KVs(), nil
+}
+
+func (m *orion) Modify(in Input, bid int) ([]Output, error) {
 	return m.mapped(in, in.Name, bid, nil)
 }

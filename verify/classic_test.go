@@ -11,6 +11,7 @@ func TestClassicFixtures(t *testing.T) {
 		{"nemotron", "Squared ReLU and LayerNorm1P"},
 		{"minicpm", "Scaled embeddings, residuals and logits"},
 		{"minicpm3", "Latent attention, expanded per head"},
+		{"orion", "LayerNorms with biases"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

@@ -31,6 +31,24 @@ func init() {
 				{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}, optional: true},
 			},
 		},
+		// orion: LayerNorms with biases, NeoX RoPE, llama's SwiGLU FFN.
+		"orion": {
+			norm: normLayer, rope: ropeNeox, ffn: ffnSwiGLU,
+			sameHeadDims: true, rotIsHead: true,
+			hparams: layerNormEps,
+			tensors: concat([]rule{
+				{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+				{name: "output_norm.weight", dims: []dim{dEmbd}},
+				{name: "output_norm.bias", dims: []dim{dEmbd}},
+				{name: "output.weight", dims: []dim{dEmbd, dVocab}},
+				attnNormRule,
+				{name: "blk.%d.attn_norm.bias", dims: []dim{dEmbd}},
+				{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+				{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+				ffnNormRule,
+				{name: "blk.%d.ffn_norm.bias", dims: []dim{dEmbd}},
+			}, gatedFFNRules(false)),
+		},
 	} {
 		archs[name] = a
 	}
