@@ -10,9 +10,11 @@ import (
 
 // Older decoders of llama.cpp's converter on the Llama layout, most of them
 // remote-code models whose config.json the converter reads as it is:
-// MiniCPM and MiniCPM3 (conversion/minicpm.py), Orion (conversion/orion.py).
+// MiniCPM and MiniCPM3 (conversion/minicpm.py), Orion (conversion/orion.py),
+// PLM (conversion/plm.py).
 func init() {
 	register(newOrion, "OrionForCausalLM")
+	register(newPLM, "PLMForCausalLM")
 	register(newMiniCPM, "MiniCPMForCausalLM")
 	register(newMiniCPM3, "MiniCPM3ForCausalLM")
 	// MiniCPM3Config.__post_init__: num_key_value_heads = heads when None.
@@ -310,5 +312,51 @@ func (m *orion) Params(ft gguf.FileType) ([]gguf.KV, error) {
 }
 
 func (m *orion) Modify(in Input, bid int) ([]Output, error) {
+	return m.mapped(in, in.Name, bid, nil)
+}
+
+// plm is PLMModel: TextModel's keys and tensors, plus the vocabulary size
+// and the latent attention's sizes.
+type plm struct{ text }
+
+func newPLM(h HParams, dir string) (Model, error) {
+	t, err := newText("plm", h, dir)
+	return &plm{t}, err
+}
+
+func (m *plm) Vocab() VocabKind { return VocabGPT2 }
+
+// Params adds vocab_size, kv_lora_rank, key_length (qk_nope_head_dim +
+// qk_rope_head_dim), value_length (v_head_dim) and the rope dimension
+// count (qk_rope_head_dim).
+func (m *plm) Params(ft gguf.FileType) ([]gguf.KV, error) {
+	k, err := m.params(ft)
+	if err != nil {
+		return nil, err
+	}
+	ints := map[string]int64{}
+	for _, key := range []string{"vocab_size", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"} {
+		if ints[key], err = m.h.MustInt(key); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range []struct {
+		suffix string
+		v      int64
+	}{
+		{"vocab_size", ints["vocab_size"]},
+		{"attention.kv_lora_rank", ints["kv_lora_rank"]},
+		{"attention.key_length", ints["qk_nope_head_dim"] + ints["qk_rope_head_dim"]},
+		{"attention.value_length", ints["v_head_dim"]},
+		{"rope.dimension_count", ints["qk_rope_head_dim"]},
+	} {
+		if err := k.u32(s.suffix, s.v); err != nil {
+			return nil, err
+		}
+	}
+	return k.l.KVs(), nil
+}
+
+func (m *plm) Modify(in Input, bid int) ([]Output, error) {
 	return m.mapped(in, in.Name, bid, nil)
 }

@@ -12,6 +12,7 @@ func TestClassicFixtures(t *testing.T) {
 		{"minicpm", "Scaled embeddings, residuals and logits"},
 		{"minicpm3", "Latent attention, expanded per head"},
 		{"orion", "LayerNorms with biases"},
+		{"plm", "Latent attention without a query LoRA"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

@@ -14,6 +14,7 @@ func TestClassicFamilies(t *testing.T) {
 		{"minicpm", "minicpm", 1e-6},
 		{"minicpm3", "minicpm3", 1e-6},
 		{"orion", "orion", 1e-6},
+		{"plm", "plm", 1e-6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

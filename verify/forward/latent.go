@@ -6,11 +6,30 @@ import (
 	"math"
 )
 
-// minicpm3 is llama_model_minicpm3 (src/models/minicpm3.cpp): deepseek2's
-// latent attention without the absorption, its scales hard-coded in the
-// graph (embeddings ×12, each branch ×1.4/√n_layer, the final norm's
-// output ×256/n_embd), NeoX RoPE on the trailing n_rot values of each head.
+// The latent-attention families llama.cpp runs without absorption
+// (src/models/minicpm3.cpp, plm.cpp): minicpm3 has a query LoRA, its
+// scales hard-coded in the graph (embeddings ×12, each branch
+// ×1.4/√n_layer, the final norm's output ×256/n_embd) and NeoX RoPE on the
+// trailing n_rot values of each head; plm a plain attn_q, NORM RoPE, an
+// ungated ReLU² FFN and the output tied to the embeddings.
 func init() {
+	archs["plm"] = &archInfo{
+		norm: normRMS, rope: ropeNorm, ffn: ffnReLU2, mlaWhole: true,
+		hparams: plmHparams,
+		tensors: []rule{
+			{name: "token_embd.weight", dims: []dim{dEmbd, dVocab}},
+			{name: "output_norm.weight", dims: []dim{dEmbd}},
+			attnNormRule,
+			{name: "blk.%d.attn_q.weight", dims: []dim{dEmbd, dQ}},
+			{name: "blk.%d.attn_kv_a_mqa.weight", dims: []dim{dEmbd, dKVA}},
+			{name: "blk.%d.attn_kv_a_norm.weight", dims: []dim{dKVLora}},
+			{name: "blk.%d.attn_kv_b.weight", dims: []dim{dKVLora, dKVB}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dOutMLA, dEmbd}},
+			ffnNormRule,
+			{name: "blk.%d.ffn_down.weight", dims: []dim{dFF, dEmbd}},
+			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
+		},
+	}
 	archs["minicpm3"] = &archInfo{
 		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU, mlaWhole: true,
 		hparams: minicpm3Hparams,
@@ -36,37 +55,49 @@ func init() {
 	}
 }
 
-// minicpm3Hparams mirrors llama_model_minicpm3::load_arch_hparams (the
-// RMS epsilon and both LoRA ranks, required) and the graph's constants.
-// The graph runs every head's key against its query, so head_count_kv must
-// be head_count.
+// minicpm3Hparams mirrors llama_model_minicpm3::load_arch_hparams: plm's
+// and the query LoRA rank (required); and the graph's constants.
 func minicpm3Hparams(c *Config, r *kvReader) error {
-	if err := rmsEps(c, r); err != nil {
+	if _, err := r.u32(r.key("attention.q_lora_rank"), &c.QLora, true); err != nil {
 		return err
 	}
-	if _, err := r.u32(r.key("attention.q_lora_rank"), &c.QLora, true); err != nil {
+	if c.QLora <= 0 || c.QLora > maxDim {
+		return fmt.Errorf("%w: minicpm3 with q_lora_rank %d", ErrMetadata, c.QLora)
+	}
+	if err := plmHparams(c, r); err != nil {
+		return err
+	}
+	c.EmbedScale = 12
+	c.ResidualScale = 1.4 / float32(math.Sqrt(float64(float32(c.Layers))))
+	c.LogitScale = 256 / float32(c.Embd)
+	return nil
+}
+
+// plmHparams mirrors llama_model_plm::load_arch_hparams (the RMS epsilon
+// and the KV LoRA rank, required) and the graph's kq_scale
+// (1/√n_embd_head_k). The graph runs every head's key against its query,
+// so head_count_kv must be head_count.
+func plmHparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
 		return err
 	}
 	if _, err := r.u32(r.key("attention.kv_lora_rank"), &c.KVLora, true); err != nil {
 		return err
 	}
-	if c.HeadsKV != c.Heads || c.QLora <= 0 || c.QLora > maxDim || c.KVLora <= 0 || c.KVLora > maxDim ||
-		c.Rot <= 0 || c.Rot > c.HeadDimK {
-		return fmt.Errorf("%w: minicpm3 with %d KV heads of %d, q_lora_rank %d, kv_lora_rank %d, n_rot %d, head size %d",
-			ErrMetadata, c.HeadsKV, c.Heads, c.QLora, c.KVLora, c.Rot, c.HeadDimK)
+	if c.HeadsKV != c.Heads || c.KVLora <= 0 || c.KVLora > maxDim || c.Rot <= 0 || c.Rot > c.HeadDimK {
+		return fmt.Errorf("%w: %s with %d KV heads of %d, kv_lora_rank %d, n_rot %d, head size %d",
+			ErrMetadata, c.Arch, c.HeadsKV, c.Heads, c.KVLora, c.Rot, c.HeadDimK)
 	}
 	// Without key_length_mla the MLA head sizes are the file's (attn_output's
 	// input is n_head·n_embd_head_v).
 	c.HeadDimKMLA, c.HeadDimVMLA = c.HeadDimK, c.HeadDimV
-	c.EmbedScale = 12
-	c.ResidualScale = 1.4 / float32(math.Sqrt(float64(float32(c.Layers))))
-	c.LogitScale = 256 / float32(c.Embd)
 	c.AttnScale = 1 / float32(math.Sqrt(float64(float32(c.HeadDimK))))
 	return nil
 }
 
-// latentAttention is llama_model_minicpm3::graph's attention: the query
-// through its LoRA (attn_q_a, RMS norm, attn_q_b); attn_kv_a_mqa gives the
+// latentAttention is the attention of llama_model_minicpm3::graph and
+// llama_model_plm::graph: the query from attn_q or through its LoRA
+// (attn_q_a, RMS norm, attn_q_b); attn_kv_a_mqa gives the
 // latent (RMS-normalised, then expanded by attn_kv_b into each head's
 // non-rotated key and its value) and one rotated key part shared by the
 // heads; RoPE on the last n_rot values of each query head and on the
@@ -76,15 +107,22 @@ func (s *Session) latentAttention(ctx context.Context, il int, ly *layer, h [][]
 	T := len(h)
 	rank, nRot, dk, dv := c.KVLora, c.Rot, c.HeadDimK, c.HeadDimV
 	nope := dk - nRot
-	qa, q := rows(T, c.QLora), rows(T, c.Heads*dk)
-	if err := s.mul(ctx, ly.wqA, nil, h, qa); err != nil {
-		return nil, err
-	}
-	for _, r := range qa {
-		rmsNorm(r, r, ly.qANorm, c.NormEps)
-	}
-	if err := s.mul(ctx, ly.wqB, nil, qa, q); err != nil {
-		return nil, err
+	q := rows(T, c.Heads*dk)
+	if ly.wq != nil {
+		if err := s.mul(ctx, ly.wq, nil, h, q); err != nil {
+			return nil, err
+		}
+	} else {
+		qa := rows(T, c.QLora)
+		if err := s.mul(ctx, ly.wqA, nil, h, qa); err != nil {
+			return nil, err
+		}
+		for _, r := range qa {
+			rmsNorm(r, r, ly.qANorm, c.NormEps)
+		}
+		if err := s.mul(ctx, ly.wqB, nil, qa, q); err != nil {
+			return nil, err
+		}
 	}
 	kva, latent := rows(T, rank+nRot), rows(T, rank)
 	if err := s.mul(ctx, ly.wkvA, nil, h, kva); err != nil {
