@@ -11,8 +11,9 @@ import (
 // Older decoders of llama.cpp's converter on the Llama layout, most of them
 // remote-code models whose config.json the converter reads as it is:
 // MiniCPM and MiniCPM3 (conversion/minicpm.py), Orion (conversion/orion.py),
-// PLM (conversion/plm.py).
+// PLM (conversion/plm.py), XVERSE (conversion/xverse.py).
 func init() {
+	register(newXverse, "XverseForCausalLM")
 	register(newOrion, "OrionForCausalLM")
 	register(newPLM, "PLMForCausalLM")
 	register(newMiniCPM, "MiniCPMForCausalLM")
@@ -20,6 +21,10 @@ func init() {
 	// MiniCPM3Config.__post_init__: num_key_value_heads = heads when None.
 	derivedKeys["minicpm3"] = append(derivedKeys["minicpm3"], deriveKVHeads)
 }
+
+// VocabXverse is XverseModel.set_vocab: tokenizer.json's full vocabulary
+// through AutoTokenizer, typed by the routine's own rules, without scores.
+const VocabXverse VocabKind = "xverse"
 
 // mustFloat is hparams[key] as a number: a missing key is the converter's
 // KeyError.
@@ -35,8 +40,9 @@ func (t *text) mustFloat(key string) (float64, error) {
 }
 
 // mappedQK maps a tensor under its GGUF name, Q and K projection weights
-// permuted with LlamaModel.permute (K by nKV heads; nKV 0 is None).
-func (t *text) mappedQK(in Input, bid int, nHead, nKV int64) ([]Output, error) {
+// permuted with LlamaModel.permute: Q by nHead heads, K by kHead and
+// kHeadKV (kHeadKV 0 is None).
+func (t *text) mappedQK(in Input, bid int, nHead, kHead, kHeadKV int64) ([]Output, error) {
 	var build func([][]float32) ([]float32, error)
 	var order []int64
 	var err error
@@ -44,7 +50,7 @@ func (t *text) mappedQK(in Input, bid int, nHead, nKV int64) ([]Output, error) {
 	case strings.HasSuffix(in.Name, "q_proj.weight"):
 		build, order, err = permuteQK(in.Shape, nHead, nHead)
 	case strings.HasSuffix(in.Name, "k_proj.weight"):
-		build, order, err = permuteQK(in.Shape, nHead, nKV)
+		build, order, err = permuteQK(in.Shape, kHead, kHeadKV)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: Q/K permutation: %w", in.Name, err)
@@ -157,7 +163,7 @@ func (m *minicpm) Modify(in Input, bid int) ([]Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.mappedQK(in, bid, nHead, nKV)
+	return m.mappedQK(in, bid, nHead, nHead, nKV)
 }
 
 // minicpm3 is MiniCPM3Model: multi-head latent attention with the
@@ -359,4 +365,72 @@ func (m *plm) Params(ft gguf.FileType) ([]gguf.KV, error) {
 
 func (m *plm) Modify(in Input, bid int) ([]Output, error) {
 	return m.mapped(in, in.Name, bid, nil)
+}
+
+// xverse is XverseModel: TextModel's keys plus the tensor data layout and
+// the rope dimension count (hidden_size // num_attention_heads), Q and K
+// permuted by its own _reverse_hf_permute.
+type xverse struct{ text }
+
+func newXverse(h HParams, dir string) (Model, error) {
+	t, err := newText("xverse", h, dir)
+	return &xverse{t}, err
+}
+
+func (m *xverse) Vocab() VocabKind { return VocabXverse }
+
+func (m *xverse) Params(ft gguf.FileType) ([]gguf.KV, error) {
+	k, err := m.params(ft)
+	if err != nil {
+		return nil, err
+	}
+	k.l.Set(k.key("tensor_data_layout"), gguf.String("Meta AI original pth"))
+	dim, err := m.headsDiv()
+	if err != nil {
+		return nil, err
+	}
+	if err := k.u32("rope.dimension_count", dim); err != nil {
+		return nil, err
+	}
+	return k.l.KVs(), nil
+}
+
+// headsDiv is hidden_size // num_attention_heads.
+func (m *xverse) headsDiv() (int64, error) {
+	hidden, err := m.h.MustInt("hidden_size")
+	if err != nil {
+		return 0, err
+	}
+	heads, err := m.h.MustInt("num_attention_heads")
+	if err != nil {
+		return 0, err
+	}
+	if heads <= 0 {
+		return 0, &ConfigError{Key: "num_attention_heads", Value: heads, Msg: "is not a head count"}
+	}
+	return floorDiv(hidden, heads), nil
+}
+
+// Modify is XverseModel.modify_tensors: Q permuted by the head count; K by
+// head_count // head_count_kv when the two differ (its _reverse_hf_permute
+// divides where LlamaModel.permute replaces), else by the head count.
+func (m *xverse) Modify(in Input, bid int) ([]Output, error) {
+	nHead, err := m.h.MustInt("num_attention_heads")
+	if err != nil {
+		return nil, err
+	}
+	nKV := nHead
+	if _, ok := m.h["num_key_value_heads"]; ok {
+		if nKV, err = m.h.MustInt("num_key_value_heads"); err != nil {
+			return nil, err
+		}
+	}
+	if strings.HasSuffix(in.Name, "k_proj.weight") && nKV != nHead {
+		if nKV <= 0 {
+			return nil, &ConfigError{Key: "num_key_value_heads", Value: nKV, Msg: "is not a head count"}
+		}
+		n := floorDiv(nHead, nKV)
+		return m.mappedQK(in, bid, nHead, n, n)
+	}
+	return m.mappedQK(in, bid, nHead, nHead, nHead)
 }

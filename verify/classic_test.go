@@ -13,6 +13,7 @@ func TestClassicFixtures(t *testing.T) {
 		{"minicpm3", "Latent attention, expanded per head"},
 		{"orion", "LayerNorms with biases"},
 		{"plm", "Latent attention without a query LoRA"},
+		{"xverse", "Its own vocabulary routine"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

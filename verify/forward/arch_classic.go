@@ -49,6 +49,18 @@ func init() {
 				{name: "blk.%d.ffn_norm.bias", dims: []dim{dEmbd}},
 			}, gatedFFNRules(false)),
 		},
+		// xverse: llama's block without options (NORM RoPE, SwiGLU), untied.
+		"xverse": {
+			norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLU,
+			sameHeadDims: true, rotIsHead: true,
+			hparams: rmsEps,
+			tensors: concat(untiedHeadRules(), []rule{
+				attnNormRule,
+				{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+				{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+				ffnNormRule,
+			}, gatedFFNRules(false)),
+		},
 	} {
 		archs[name] = a
 	}

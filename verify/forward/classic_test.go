@@ -15,6 +15,7 @@ func TestClassicFamilies(t *testing.T) {
 		{"minicpm3", "minicpm3", 1e-6},
 		{"orion", "orion", 1e-6},
 		{"plm", "plm", 1e-6},
+		{"xverse", "xverse", 1e-6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
