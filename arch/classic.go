@@ -119,18 +119,11 @@ func (m *minicpm) Params(ft gguf.FileType) ([]gguf.KV, error) {
 // parameters have long or short factors, n_rot/2 values each (n_rot =
 // hidden_size // num_attention_heads).
 func (m *minicpm) Extra() ([]Output, error) {
-	hidden, err := m.h.MustInt("hidden_size")
+	dims, err := hiddenPerHead(m.h)
 	if err != nil {
 		return nil, err
 	}
-	heads, err := m.h.MustInt("num_attention_heads")
-	if err != nil {
-		return nil, err
-	}
-	if heads <= 0 {
-		return nil, &ConfigError{Key: "num_attention_heads", Value: heads, Msg: "is not a head count"}
-	}
-	return m.longRopeFactors(floorDiv(hidden, heads))
+	return m.longRopeFactors(dims)
 }
 
 // longRopeFactors is MiniCPM's and MiniCPM3's check of the rope factors
@@ -138,7 +131,7 @@ func (m *minicpm) Extra() ([]Output, error) {
 // tensors.
 func (t *text) longRopeFactors(dims int64) ([]Output, error) {
 	long, short := t.rope["long_factor"], t.rope["short_factor"]
-	if !truthy(long) && !truthy(short) {
+	if !Truthy(long) && !Truthy(short) {
 		return nil, nil
 	}
 	l, okL := long.([]any)
@@ -243,7 +236,7 @@ func (m *minicpm3) Params(ft gguf.FileType) ([]gguf.KV, error) {
 // Extra is generate_extra_tensors: the rope factors, qk_rope_head_dim/2
 // values each.
 func (m *minicpm3) Extra() ([]Output, error) {
-	if !truthy(m.rope["long_factor"]) && !truthy(m.rope["short_factor"]) {
+	if !Truthy(m.rope["long_factor"]) && !Truthy(m.rope["short_factor"]) {
 		return nil, nil
 	}
 	rot, err := m.h.MustInt("qk_rope_head_dim")
@@ -385,7 +378,7 @@ func (m *xverse) Params(ft gguf.FileType) ([]gguf.KV, error) {
 		return nil, err
 	}
 	k.l.Set(k.key("tensor_data_layout"), gguf.String("Meta AI original pth"))
-	dim, err := m.headsDiv()
+	dim, err := hiddenPerHead(m.h)
 	if err != nil {
 		return nil, err
 	}
@@ -393,22 +386,6 @@ func (m *xverse) Params(ft gguf.FileType) ([]gguf.KV, error) {
 		return nil, err
 	}
 	return k.l.KVs(), nil
-}
-
-// headsDiv is hidden_size // num_attention_heads.
-func (m *xverse) headsDiv() (int64, error) {
-	hidden, err := m.h.MustInt("hidden_size")
-	if err != nil {
-		return 0, err
-	}
-	heads, err := m.h.MustInt("num_attention_heads")
-	if err != nil {
-		return 0, err
-	}
-	if heads <= 0 {
-		return 0, &ConfigError{Key: "num_attention_heads", Value: heads, Msg: "is not a head count"}
-	}
-	return floorDiv(hidden, heads), nil
 }
 
 // Modify is XverseModel.modify_tensors: Q permuted by the head count; K by

@@ -75,10 +75,10 @@ func (m *nemotron) Params(ft gguf.FileType) ([]gguf.KV, error) {
 	// hparams.get("factor") or rope_parameters.get("factor"): a falsy
 	// value counts as absent.
 	factor := m.h["factor"]
-	if !truthy(factor) {
+	if !Truthy(factor) {
 		factor = m.rope["factor"]
 	}
-	if !truthy(factor) {
+	if !Truthy(factor) {
 		k.l.Set(k.key("rope.scaling.type"), gguf.String("none"))
 	} else {
 		k.l.Set(k.key("rope.scaling.type"), gguf.String("linear"))
@@ -97,21 +97,4 @@ func (m *nemotron) Modify(in Input, bid int) ([]Output, error) {
 		build = addOne(in.DType)
 	}
 	return m.mapped(in, in.Name, bid, build)
-}
-
-// truthy is Python's truth value of a config value: None, False, 0 and ""
-// are false.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	}
-	if f, err := asFloat(v); err == nil {
-		return f != 0
-	}
-	return true
 }

@@ -107,22 +107,9 @@ func (s *Session) latentAttention(ctx context.Context, il int, ly *layer, h [][]
 	T := len(h)
 	rank, nRot, dk, dv := c.KVLora, c.Rot, c.HeadDimK, c.HeadDimV
 	nope := dk - nRot
-	q := rows(T, c.Heads*dk)
-	if ly.wq != nil {
-		if err := s.mul(ctx, ly.wq, nil, h, q); err != nil {
-			return nil, err
-		}
-	} else {
-		qa := rows(T, c.QLora)
-		if err := s.mul(ctx, ly.wqA, nil, h, qa); err != nil {
-			return nil, err
-		}
-		for _, r := range qa {
-			rmsNorm(r, r, ly.qANorm, c.NormEps)
-		}
-		if err := s.mul(ctx, ly.wqB, nil, qa, q); err != nil {
-			return nil, err
-		}
+	q, err := s.mlaQuery(ctx, ly, h, c.Heads*dk)
+	if err != nil {
+		return nil, err
 	}
 	kva, latent := rows(T, rank+nRot), rows(T, rank)
 	if err := s.mul(ctx, ly.wkvA, nil, h, kva); err != nil {
