@@ -10,6 +10,7 @@ func TestClassicFixtures(t *testing.T) {
 	}{
 		{"nemotron", "Squared ReLU and LayerNorm1P"},
 		{"minicpm", "Scaled embeddings, residuals and logits"},
+		{"minicpm4", "LongRoPE factors and grouped keys"},
 		{"minicpm3", "Latent attention, expanded per head"},
 		{"orion", "LayerNorms with biases"},
 		{"plm", "Latent attention without a query LoRA"},

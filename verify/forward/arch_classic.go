@@ -65,9 +65,15 @@ func init() {
 		archs[name] = a
 	}
 	// minicpm: granite's graph (llama_model_minicpm uses
-	// llama_model_granite::graph) with MiniCPM's defaults for the scales.
+	// llama_model_granite::graph) with MiniCPM's defaults for the scales,
+	// and LongRoPE's factors (MiniCPM4) beside rope_freqs.
 	m := *archs["granite"]
 	m.hparams = minicpmHparams
+	m.ropeFactors = factorsLongShort
+	m.tensors = concat(m.tensors, []rule{
+		{name: "rope_factors_long.weight", dims: []dim{dRot2}, optional: true},
+		{name: "rope_factors_short.weight", dims: []dim{dRot2}, optional: true},
+	})
 	archs["minicpm"] = &m
 }
 

@@ -12,6 +12,7 @@ func TestClassicFamilies(t *testing.T) {
 	}{
 		{"nemotron", "nemotron", 1e-6},
 		{"minicpm", "minicpm", 1e-6},
+		{"minicpm4", "minicpm", 1e-6},
 		{"minicpm3", "minicpm3", 1e-6},
 		{"orion", "orion", 1e-6},
 		{"plm", "plm", 1e-6},
