@@ -217,6 +217,11 @@ const (
 		"at hand, the converter itself fails under transformers 5.24: cannot import name 'bytes_to_unicode')"
 )
 
+// baichuanRecursion is why Baichuan is refused.
+const baichuanRecursion = "llama.cpp's converter fails on every Baichuan checkpoint: BaichuanModel.modify_tensors " +
+	"passes each tensor other than W_pack back to itself under its mapped GGUF name, which maps to itself again " +
+	"(RecursionError: maximum recursion depth exceeded)"
+
 // refused names converter classes ggufkit knowingly does not convert, with
 // the reason an unsupported-architecture error gives.
 var refused = map[string]string{
@@ -233,6 +238,8 @@ var refused = map[string]string{
 		"GGUF name); convert the encoder saved as ModernBertModel",
 	"DeepseekV4DSparkModel": "a DeepSeek-V4 DSpark (DFlash) draft model, converted by llama.cpp with " +
 		"--target-model-dir; ggufkit converts DeepseekV4ForCausalLM only",
+	"BaichuanForCausalLM": baichuanRecursion,
+	"BaiChuanForCausalLM": baichuanRecursion,
 	"UltravoxModel": "Ultravox has no text decoder of its own (it uses a Llama or another model's); convert its " +
 		"audio encoder with --mmproj",
 }

@@ -72,6 +72,12 @@ func headDim(h HParams) (int64, error) {
 	if d, ok, err := h.Int("head_dim"); err != nil || ok {
 		return d, err
 	}
+	return hiddenPerHead(h)
+}
+
+// hiddenPerHead is hidden_size // num_attention_heads (Python's floor
+// division).
+func hiddenPerHead(h HParams) (int64, error) {
 	hidden, err := h.MustInt("hidden_size")
 	if err != nil {
 		return 0, err

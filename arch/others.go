@@ -194,6 +194,12 @@ func (m *phi3) Extra() ([]Output, error) {
 	if len(short) != len(long) || int64(2*len(long)) != dims {
 		return nil, fmt.Errorf("config.json: rope long and short factors must have %d values each, have %d and %d", dims/2, len(long), len(short))
 	}
+	return m.ropeFactors(long, short)
+}
+
+// ropeFactors are the rope_factors_long and rope_factors_short tensors of
+// long-context rope scaling (float32, from the config's lists).
+func (t *text) ropeFactors(long, short []any) ([]Output, error) {
 	var outs []Output
 	for _, f := range []struct {
 		kind Kind
@@ -207,7 +213,7 @@ func (m *phi3) Extra() ([]Output, error) {
 			}
 			data[i] = float32(x)
 		}
-		name, err := m.names.Format(f.kind, -1, ".weight")
+		name, err := t.names.Format(f.kind, -1, ".weight")
 		if err != nil {
 			return nil, err
 		}

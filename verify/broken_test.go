@@ -306,12 +306,12 @@ func TestStructure(t *testing.T) {
 // TestCannotRun: what verify cannot judge is an error, not a verdict.
 func TestCannotRun(t *testing.T) {
 	m := loadModel(t, storiesF32)
-	m.setKV(gguf.KeyGeneralArchitecture, gguf.String("xverse"))
+	m.setKV(gguf.KeyGeneralArchitecture, gguf.String("baichuan"))
 	_, err := Run(context.Background(), open(t, m.write(t)), nil, Options{Threads: 1})
 	if !errors.Is(err, ErrCannotRun) {
 		t.Fatalf("err = %v, want ErrCannotRun", err)
 	}
-	if !strings.Contains(err.Error(), `architecture "xverse"`) {
+	if !strings.Contains(err.Error(), `architecture "baichuan"`) {
 		t.Errorf("err = %v, want it to name the architecture", err)
 	}
 }

@@ -100,25 +100,32 @@ func TestFixtures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()
-			dir := assembleFixture(t, tc.fixture)
-			f32 := open(t, convertTo(t, dir, "f32"))
-			opts := Options{Prompt: tc.prompt, NPredict: 8}
-			alone := run(t, f32, nil, opts)
-			if !alone.OK || alone.Forward == nil || len(alone.Forward.GreedyIDs) != 8 {
-				t.Fatalf("F32 alone: OK %v, problems %v, forward %+v", alone.OK, alone.Problems, alone.Forward)
-			}
-			q8 := open(t, convertTo(t, dir, "q8_0"))
-			rep := run(t, q8, GGUFReference(f32), opts)
-			fw := rep.Forward
-			if fw == nil {
-				t.Fatalf("no forward pass: %v", rep.Problems)
-			}
-			t.Logf("%d prompt tokens; Q8_0 vs F32: KL mean %.3g (limit %.3g), top-1 %.3f (decisive %.3f of %d)",
-				len(fw.PromptIDs), fw.KLMean, fw.KLLimit, fw.Top1, fw.Top1Decisive, fw.Decisive)
-			if !rep.OK {
-				t.Errorf("Q8_0 conversion fails against F32: %v", rep.Problems)
-			}
+			checkFixture(t, tc.fixture, tc.prompt)
 		})
+	}
+}
+
+// checkFixture converts a fixture to F32 and Q8_0: the F32 file passes the
+// structural checks and a forward pass alone, the Q8_0 file against it.
+func checkFixture(t *testing.T, fixture, prompt string) {
+	t.Helper()
+	dir := assembleFixture(t, fixture)
+	f32 := open(t, convertTo(t, dir, "f32"))
+	opts := Options{Prompt: prompt, NPredict: 8}
+	alone := run(t, f32, nil, opts)
+	if !alone.OK || alone.Forward == nil || len(alone.Forward.GreedyIDs) != 8 {
+		t.Fatalf("F32 alone: OK %v, problems %v, forward %+v", alone.OK, alone.Problems, alone.Forward)
+	}
+	q8 := open(t, convertTo(t, dir, "q8_0"))
+	rep := run(t, q8, GGUFReference(f32), opts)
+	fw := rep.Forward
+	if fw == nil {
+		t.Fatalf("no forward pass: %v", rep.Problems)
+	}
+	t.Logf("%d prompt tokens; Q8_0 vs F32: KL mean %.3g (limit %.3g), top-1 %.3f (decisive %.3f of %d)",
+		len(fw.PromptIDs), fw.KLMean, fw.KLLimit, fw.Top1, fw.Top1Decisive, fw.Decisive)
+	if !rep.OK {
+		t.Errorf("Q8_0 conversion fails against F32: %v", rep.Problems)
 	}
 }
 

@@ -31,7 +31,7 @@ from transformers import CONFIG_MAPPING, PretrainedConfig
 
 MODEL_TYPES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
                "gemma3_text", "phi3", "gpt2", "starcoder2", "bert",
-               "phi", "falcon", "stablelm", "olmo2", "granite", "smollm3", "gpt_bigcode", "olmo", "cohere", "exaone4", "seed_oss",
+               "phi", "nemotron", "minicpm3", "falcon", "stablelm", "olmo2", "granite", "smollm3", "gpt_bigcode", "olmo", "cohere", "exaone4", "seed_oss",
                # waves 3 and 4 (issues 15 and 16); the families without a transformers config class
                # (remote code: InternLM2, DeepSeek V1, SmallThinker, RWKV-6/7, Jina BERT, NeoBERT) are read as
                # config.json has them, as the converter does when AutoConfig fails.

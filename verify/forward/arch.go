@@ -153,6 +153,9 @@ type archInfo struct {
 	// runs it: absorbed into an MQA over the normalised latent and the
 	// rotated key part (see Session.mlaAttention).
 	mla bool
+	// mlaWhole is minicpm3's latent attention, run without absorption:
+	// attn_kv_b expands the latent into each head's key and value.
+	mlaWhole bool
 	// gatedQ: the Q projection gives each head's query and then its
 	// output gate; sigmoid(gate) multiplies the attention output (qwen3next).
 	gatedQ bool
@@ -1292,6 +1295,7 @@ const (
 	dEmbd3               // 3·n_embd (lfm2's short-convolution in_proj)
 	dConvL               // the short convolution's kernel (shortconv.l_cache)
 	dQ2                  // 2·n_head·n_embd_head_k (query and gate)
+	dKVB                 // n_head·(n_embd_head_k − n_rot + n_embd_head_v) (minicpm3's attn_kv_b)
 	// A hybrid's recurrent blocks (Mamba-2, gated delta net): the conv
 	// channels (d_inner + 2·n_group·d_state), d_inner, d_conv, dt_rank,
 	// 2·dt_rank, d_state, Mamba-2's in_proj (2·d_inner +
@@ -1375,6 +1379,8 @@ func (c *Config) size(d dim) int64 {
 		return int64(c.ShortConv)
 	case dQ2:
 		return 2 * int64(c.headsQ())
+	case dKVB:
+		return int64(c.Heads * (c.HeadDimK - c.Rot + c.HeadDimV))
 	case dRecConv:
 		return int64(c.rssm.convDim())
 	case dRecInner:

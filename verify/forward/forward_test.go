@@ -60,7 +60,7 @@ func TestParseConfig(t *testing.T) {
 		msg  string
 	}{
 		{"no architecture", "general.architecture", gguf.Value{}, ErrMetadata, "key not found in model: general.architecture"},
-		{"unknown architecture", "general.architecture", gguf.String("xverse"), ErrUnsupported, `architecture "xverse"`},
+		{"unknown architecture", "general.architecture", gguf.String("baichuan"), ErrUnsupported, `architecture "baichuan"`},
 		{"missing epsilon", "llama.attention.layer_norm_rms_epsilon", gguf.Value{}, ErrMetadata, "key not found in model: llama.attention.layer_norm_rms_epsilon"},
 		{"epsilon as float64", "llama.attention.layer_norm_rms_epsilon", gguf.Float64(1e-5), ErrMetadata, "has wrong type"},
 		{"block count as uint64", "llama.block_count", gguf.Uint64(1), ErrMetadata, "key llama.block_count has wrong type"},

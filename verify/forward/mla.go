@@ -17,22 +17,9 @@ func (s *Session) mlaAttention(ctx context.Context, il int, ly *layer, h [][]flo
 	T := len(h)
 	rank, nRot, kMLA, vMLA := c.KVLora, c.Rot, c.HeadDimKMLA, c.HeadDimVMLA
 	nope := kMLA - nRot
-	q := rows(T, c.Heads*kMLA)
-	if ly.wq != nil {
-		if err := s.mul(ctx, ly.wq, nil, h, q); err != nil {
-			return nil, err
-		}
-	} else {
-		qa := rows(T, c.QLora)
-		if err := s.mul(ctx, ly.wqA, nil, h, qa); err != nil {
-			return nil, err
-		}
-		for _, r := range qa {
-			rmsNorm(r, r, ly.qANorm, c.NormEps)
-		}
-		if err := s.mul(ctx, ly.wqB, nil, qa, q); err != nil {
-			return nil, err
-		}
+	q, err := s.mlaQuery(ctx, ly, h, c.Heads*kMLA)
+	if err != nil {
+		return nil, err
 	}
 	kva := rows(T, rank+nRot)
 	if err := s.mul(ctx, ly.wkvA, nil, h, kva); err != nil {
@@ -88,4 +75,22 @@ func (s *Session) mlaAttention(ctx context.Context, il int, ly *layer, h [][]flo
 		return nil, err
 	}
 	return o, nil
+}
+
+// mlaQuery is the query of the latent-attention graphs: attn_q, or
+// attn_q_a → RMS norm → attn_q_b (the query LoRA), width values a token.
+func (s *Session) mlaQuery(ctx context.Context, ly *layer, h [][]float32, width int) ([][]float32, error) {
+	c := s.m.cfg
+	q := rows(len(h), width)
+	if ly.wq != nil {
+		return q, s.mul(ctx, ly.wq, nil, h, q)
+	}
+	qa := rows(len(h), c.QLora)
+	if err := s.mul(ctx, ly.wqA, nil, h, qa); err != nil {
+		return nil, err
+	}
+	for _, r := range qa {
+		rmsNorm(r, r, ly.qANorm, c.NormEps)
+	}
+	return q, s.mul(ctx, ly.wqB, nil, qa, q)
 }

@@ -82,7 +82,10 @@ type layer struct {
 	wqA, wqB, wkvA  *matrix
 	qANorm, kvANorm []float32
 	wkB, wvB        []*matrix
-	expProbsB       []float32
+	// minicpm3: the whole decompression of the latent into each head's
+	// non-rotated key and value (attn_kv_b).
+	wkvB      *matrix
+	expProbsB []float32
 	// gpt-oss: the attention sinks (one logit per head), the router bias
 	// and the experts' biases (n_expert rows each).
 	sinks                         []float32
@@ -324,6 +327,7 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.kvANorm, b("attn_kv_a_norm.weight"))
 		set(&ly.wkB, b("attn_k_b.weight"))
 		set(&ly.wvB, b("attn_v_b.weight"))
+		set(&ly.wkvB, b("attn_kv_b.weight"))
 		set(&ly.expProbsB, b("exp_probs_b.bias"))
 		set(&ly.sinks, b("attn_sinks.weight"))
 		set(&ly.bGateInp, b("ffn_gate_inp.bias"))

@@ -266,6 +266,8 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 		attn = s.mixer()
 	case c.arch.mla:
 		attn = s.mlaAttention
+	case c.arch.mlaWhole:
+		attn = s.latentAttention
 	}
 	o, err := attn(ctx, il, ly, attnIn)
 	if err != nil {
