@@ -1118,6 +1118,8 @@ FIXTURES["seedoss"] = dict(
 #                          without a transformers class; needs logits_from=False or a reference);
 #   logits_from            the fixture whose logits stand for this one (the same weights stored another
 #                          way), or False for none; default: computed from this fixture's folder;
+#   transformers_cls       transformers' class name when it is spelled otherwise than the Hub's
+#                          architectures entry (cls);
 #   logits_config(spec)    the transformers config to load the folder with when its config.json is the
 #                          remote code's (keys transformers does not read);
 #   logits_fn(root, spec, ids), prompt  our own reference forward pass (a remote-code model transformers has no
@@ -1273,7 +1275,7 @@ def build(out, name):
         spec["write_weights"](root, spec)
     else:
         cfg = transformers.AutoConfig.from_pretrained(root)
-        model_cls = getattr(transformers, spec["cls"])
+        model_cls = getattr(transformers, spec.get("transformers_cls", spec["cls"]))
         model = model_cls(cfg)
         init_weights(model, spec["seed"], spec["norm"])
         model = model.to(DTYPES[spec["dtype"]])

@@ -149,6 +149,10 @@ func TestFamilies(t *testing.T) {
 		{"mixtral", "llama", 1e-6, nil, nil},
 		{"qwen2moe", "qwen2moe", 1e-6, nil, nil},
 		{"qwen3moe", "qwen3moe", 1e-6, nil, nil},
+		// Phi-3.5-MoE under phi3's graph; its logits are transformers' with
+		// llama.cpp's RMS norms, soft-max routing and LongRoPE attention
+		// factor swapped in (testdata/gen/fixtures/phimoe.py).
+		{"phimoe", "phimoe", 1e-6, nil, nil},
 		// The Qwen vision-language text towers on text positions (M-RoPE
 		// reduces to NEOX RoPE there).
 		{"qwen25vl", "qwen2vl", 1e-6, nil, nil},

@@ -223,6 +223,9 @@ func (s *Session) norm(dst, x, w, b []float32) {
 		rmsNormPlain(dst, x, s.m.cfg.NormEps)
 	default:
 		rmsNorm(dst, x, w, s.m.cfg.NormEps)
+		for i := range b { // build_norm adds a bias after either norm (phimoe)
+			dst[i] += b[i]
+		}
 	}
 }
 
