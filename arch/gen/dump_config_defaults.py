@@ -43,7 +43,9 @@ MODEL_TYPES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qw
                "hunyuan_v1_moe", "olmoe", "granitemoe", "granitemoeshared", "cohere2", "apertus", "arcee", "dots1",
                "internlm3", "xlm-roberta", "roberta", "camembert", "distilbert", "nomic_bert", "modernbert", "eurobert",
                "t5", "mamba", "falcon_mamba", "mamba2", "jamba", "bamba", "granitemoehybrid", "nemotron_h", "falcon_h1",
-               "rwkv", "kimi_linear", "glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "mistral4"]
+               "rwkv", "kimi_linear", "glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "mistral4",
+               # archc batch
+               "phimoe", "dbrx", "afmoe", "cohere2_moe"]
 
 
 def plain(v):

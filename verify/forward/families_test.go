@@ -153,6 +153,9 @@ func TestFamilies(t *testing.T) {
 		// llama.cpp's RMS norms, soft-max routing and LongRoPE attention
 		// factor swapped in (testdata/gen/fixtures/phimoe.py).
 		{"phimoe", "phimoe", 1e-6, nil, nil},
+		// DBRX: fused QKV clamped, weight-only LayerNorms, experts stored as
+		// one tensor per projection.
+		{"dbrx", "dbrx", 1e-6, nil, nil},
 		// The Qwen vision-language text towers on text positions (M-RoPE
 		// reduces to NEOX RoPE there).
 		{"qwen25vl", "qwen2vl", 1e-6, nil, nil},

@@ -288,6 +288,9 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 			if ly.ffnNorm == nil {
 				set(&ly.ffnNorm, b("ffn_norm")) // falcon-h1's, without .weight
 			}
+			if ly.ffnNorm == nil {
+				set(&ly.ffnNorm, b("attn_output_norm.weight")) // dbrx's attn_out_norm
+			}
 		}
 		set(&ly.ffnNormB, b("ffn_norm.bias"))
 		set(&ly.gate, b("ffn_gate.weight"))
