@@ -154,6 +154,9 @@ type archInfo struct {
 	// gatedQ: the Q projection gives each head's query and then its
 	// output gate; sigmoid(gate) multiplies the attention output (qwen3next).
 	gatedQ bool
+	// attnGate: sigmoid(attn_gate · h) multiplies the attention output
+	// before attn_output (afmoe's wqkv_gate).
+	attnGate bool
 	// recurrent is the kind of a hybrid's recurrent blocks.
 	recurrent recKind
 	// parallelMixer: every block runs attention and its recurrent mixer

@@ -156,6 +156,9 @@ func TestFamilies(t *testing.T) {
 		// DBRX: fused QKV clamped, weight-only LayerNorms, experts stored as
 		// one tensor per projection.
 		{"dbrx", "dbrx", 1e-6, nil, nil},
+		// Trinity: attention output gate, SWA on 3 blocks of 4 (RoPE there
+		// only), MuP embedding scale, sigmoid routing after a dense block.
+		{"afmoe", "afmoe", 1e-6, nil, nil},
 		// The Qwen vision-language text towers on text positions (M-RoPE
 		// reduces to NEOX RoPE there).
 		{"qwen25vl", "qwen2vl", 1e-6, nil, nil},

@@ -59,6 +59,7 @@ type Model struct {
 type layer struct {
 	index               int // the block number
 	attnNorm, attnNormB []float32
+	attnGate            *matrix
 	wq, wk, wv, wqkv    *matrix
 	bq, bk, bv, bqkv    []float32
 	qNorm, kNorm        []float32
@@ -279,6 +280,9 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.qNorm, b("attn_q_norm.weight"))
 		set(&ly.kNorm, b("attn_k_norm.weight"))
 		set(&ly.wo, b("attn_output.weight"))
+		if cfg.arch.attnGate {
+			set(&ly.attnGate, b("attn_gate.weight"))
+		}
 		set(&ly.bo, b("attn_output.bias"))
 		if cfg.arch.ffnNormPostAttn {
 			set(&ly.ffnNorm, b("post_attention_norm.weight"))

@@ -349,8 +349,14 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 		return nil, err
 	}
 	var gate [][]float32
-	if c.arch.gatedQ {
+	switch {
+	case c.arch.gatedQ:
 		q, gate = splitQueryGate(q, c.Heads, c.HeadDimK)
+	case ly.attnGate != nil:
+		gate = rows(T, c.headsQ())
+		if err := s.mul(ctx, ly.attnGate, nil, h, gate); err != nil {
+			return nil, err
+		}
 	}
 	if !c.arch.qkNormAfterRope {
 		s.qkNorm(q, ly.qNorm, c.Heads)
