@@ -77,6 +77,9 @@ type moeInfo struct {
 	required bool // the architecture refuses n_expert = 0
 	// plainW: build_moe_ffn's norm_w is false for this moeLlama (olmoe).
 	plainW bool
+	// sharedAverage halves the sum of the routed and the shared experts
+	// (cohere2moe's ggml_scale(…, 0.5)).
+	sharedAverage bool
 }
 
 // normW reports whether the top-k weights are renormalised to sum to 1.

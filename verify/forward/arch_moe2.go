@@ -74,9 +74,100 @@ func init() {
 				{name: "blk.%d.exp_probs_b.bias", dims: []dim{dExperts}, only: onlyMoE},
 			}, sharedExpertRules(onlyMoEShared)),
 		},
+		// cohere2moe: llama_model_cohere2moe: cohere2's parallel block on
+		// one weight-only norm (LayerNorm, or RMS when the file has an RMS
+		// epsilon), RoPE on the sliding-window and leading dense blocks at
+		// the one rope base, dense blocks then renormalised routing (sigmoid
+		// unless given) and a shared expert averaged with the routed ones.
+		"cohere2moe": {
+			norm: normLayer, rope: ropeNorm, ffn: ffnSwiGLU, parallelResidual: true, sharedNorm: true,
+			sameHeadDims: true, rotIsHead: true,
+			moe:     moeInfo{kind: moeDeepseek, required: true, sharedAverage: true},
+			hparams: cohere2MoeHparams,
+			tensors: concat(headRules(true, false), []rule{
+				attnNormRule,
+				{qkv: true, dims: []dim{dEmbd, dQ, dVGQA, dVGQA}},
+				{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			}, dense(gatedFFNRules(false)), expertRules(false), sharedExpertRules(onlyMoEShared)),
+		},
 	} {
 		archs[name] = a
 	}
+}
+
+// cohere2MoeHparams mirrors llama_model_cohere2moe::load_arch_hparams: an
+// RMS epsilon makes the norms RMS norms (else the layer-norm epsilon is
+// required); the sliding window, logit scale, leading dense blocks and
+// expert width are required; the shared experts' count and width, the
+// weights' renormalisation and scale optional; gating sigmoid unless
+// given; the file's sliding-window pattern (else 3 of 4, dense blocks
+// first). The graph rotates with the one rope base, on the sliding-window
+// and the leading dense blocks only.
+func cohere2MoeHparams(c *Config, r *kvReader) error {
+	c.ParallelResidual = true
+	rms, err := r.f32(r.key("attention.layer_norm_rms_epsilon"), &c.NormEps, false)
+	if err != nil {
+		return err
+	}
+	if rms {
+		a := *c.arch
+		a.norm = normRMS
+		c.arch = &a
+	} else if err := layerNormEps(c, r); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("attention.sliding_window"), &c.SlidingWindow, true); err != nil {
+		return err
+	}
+	if _, err := r.f32(r.key("logit_scale"), &c.LogitScale, true); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("leading_dense_block_count"), &c.DenseLead, true); err != nil {
+		return err
+	}
+	if c.DenseLead > c.Layers {
+		return fmt.Errorf("%w: %d leading dense blocks of %d", ErrMetadata, c.DenseLead, c.Layers)
+	}
+	if _, err := r.u32(r.key("expert_feed_forward_length"), new(int), true); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("expert_shared_count"), &c.ExpertShared, false); err != nil {
+		return err
+	}
+	if c.ExpertShared < 0 || c.ExpertShared > maxDim/max(c.FFExp, 1) {
+		return fmt.Errorf("%w: %d shared experts of width %d", ErrMetadata, c.ExpertShared, c.FFExp)
+	}
+	c.FFShared = 0
+	if c.ExpertShared > 0 {
+		if _, err := r.u32(r.key("expert_shared_feed_forward_length"), &c.FFShared, false); err != nil {
+			return err
+		}
+		if c.FFShared == 0 {
+			c.FFShared = c.FFExp * c.ExpertShared
+		}
+		if c.FFShared < 0 || c.FFShared > maxDim {
+			return fmt.Errorf("%w: shared expert width %d", ErrMetadata, c.FFShared)
+		}
+	}
+	c.ExpertWeightsScale = 0
+	if _, err := r.f32(r.key("expert_weights_scale"), &c.ExpertWeightsScale, false); err != nil {
+		return err
+	}
+	if _, err := r.boolean(r.key("expert_weights_norm"), &c.ExpertWeightsNorm, false); err != nil {
+		return err
+	}
+	if err := readGatingOr(c, r, 2); err != nil {
+		return err
+	}
+	if err := c.readSWAPatternDenseFirst(r, 4); err != nil {
+		return err
+	}
+	c.RopeBaseSWA, c.RopeFreqScaleSWA = c.RopeBase, c.RopeFreqScale
+	c.NoRope = make([]bool, c.Layers)
+	for il := range c.NoRope {
+		c.NoRope[il] = !c.SWA[il] && il >= c.DenseLead
+	}
+	return nil
 }
 
 // afmoeHparams mirrors llama_model_afmoe::load_arch_hparams: the expert
@@ -125,6 +216,23 @@ func dbrxHparams(c *Config, r *kvReader) error {
 	}
 	if c.ClampKQV < 0 || math.IsNaN(float64(c.ClampKQV)) {
 		return fmt.Errorf("%w: %s clamp_kqv %g", ErrMetadata, c.Arch, c.ClampKQV)
+	}
+	return nil
+}
+
+// readSWAPatternDenseFirst is load_swa_pattern with dense_first: a per-layer
+// array as readSWAPattern reads it, else every n-th block from the first
+// is global (n from the file, else the default).
+func (c *Config) readSWAPatternDenseFirst(r *kvReader, n int) error {
+	key := r.key("attention.sliding_window_pattern")
+	if v, ok := r.md.KV(key); ok && v.IsArray() {
+		return c.readSWAPattern(r, n)
+	}
+	if _, err := r.u32(key, &n, false); err != nil {
+		return err
+	}
+	for il := range c.SWA {
+		c.SWA[il] = n == 0 || il%n != 0
 	}
 	return nil
 }

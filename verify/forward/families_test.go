@@ -159,6 +159,9 @@ func TestFamilies(t *testing.T) {
 		// Trinity: attention output gate, SWA on 3 blocks of 4 (RoPE there
 		// only), MuP embedding scale, sigmoid routing after a dense block.
 		{"afmoe", "afmoe", 1e-6, nil, nil},
+		// Cohere2 MoE: cohere2's parallel block, a leading dense block with
+		// RoPE, sigmoid routing and an averaged shared expert.
+		{"cohere2moe", "cohere2moe", 1e-6, nil, nil},
 		// The Qwen vision-language text towers on text positions (M-RoPE
 		// reduces to NEOX RoPE there).
 		{"qwen25vl", "qwen2vl", 1e-6, nil, nil},

@@ -833,6 +833,9 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 			for d, v := range sh[t] {
 				out[t][d] += v
 			}
+			if c.arch.moe.sharedAverage {
+				scaleRow(out[t], 0.5)
+			}
 		}
 		return nil
 	}
