@@ -32,6 +32,7 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabNomicBertMoE:  load.NomicBertMoE,
 	arch.VocabRoberta:       load.Roberta,
 	arch.VocabRWKVWorld:     load.RWKVWorld,
+	arch.VocabArctic:        load.Arctic,
 }
 
 // vocab returns the tokenizer metadata (set_vocab).

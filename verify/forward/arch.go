@@ -157,6 +157,10 @@ type archInfo struct {
 	// gatedQ: the Q projection gives each head's query and then its
 	// output gate; sigmoid(gate) multiplies the attention output (qwen3next).
 	gatedQ bool
+	// residualMoE: the FFN (on ffn_norm of attention + input) is a dense
+	// residual MLP, and the experts read ffn_norm_exps of the block's
+	// input; both are added to attention + input (arctic).
+	residualMoE bool
 	// attnGate: sigmoid(attn_gate · h) multiplies the attention output
 	// before attn_output (afmoe's wqkv_gate).
 	attnGate bool

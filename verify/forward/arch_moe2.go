@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"context"
 	"fmt"
 	"math"
 )
@@ -89,6 +90,25 @@ func init() {
 				{qkv: true, dims: []dim{dEmbd, dQ, dVGQA, dVGQA}},
 				{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
 			}, dense(gatedFFNRules(false)), expertRules(false), sharedExpertRules(onlyMoEShared)),
+		},
+		// arctic: llama_model_arctic (Snowflake Arctic): llama's attention,
+		// then a dense residual MLP of width n_embd beside soft-max routed
+		// experts that read the block's input (residualMoE).
+		"arctic": {
+			norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLU, residualMoE: true,
+			sameHeadDims: true, rotIsHead: true,
+			moe:     moeInfo{kind: moeLlama, required: true},
+			hparams: rmsEps,
+			tensors: concat(headRules(true, false), []rule{
+				attnNormRule,
+				{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+				{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+				ffnNormRule,
+				{name: "blk.%d.ffn_gate.weight", dims: []dim{dEmbd, dEmbd}},
+				{name: "blk.%d.ffn_down.weight", dims: []dim{dEmbd, dEmbd}},
+				{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dEmbd}},
+				{name: "blk.%d.ffn_norm_exps.weight", dims: []dim{dEmbd}},
+			}, expertRules(false)),
 		},
 	} {
 		archs[name] = a
@@ -233,6 +253,35 @@ func (c *Config) readSWAPatternDenseFirst(r *kvReader, n int) error {
 	}
 	for il := range c.SWA {
 		c.SWA[il] = n == 0 || il%n != 0
+	}
+	return nil
+}
+
+// residualMoE ends an arctic block: with x' = attn + x, the dense residual
+// MLP on ffn_norm(x') and the experts on ffn_norm_exps(x), x becomes
+// moe + (mlp + x'), in the graph's order of additions.
+func (s *Session) residualMoE(ctx context.Context, ly *layer, x, attn [][]float32) error {
+	c := s.m.cfg
+	T := len(x)
+	x1, h, hm := rows(T, c.Embd), rows(T, c.Embd), rows(T, c.Embd)
+	for t := range x {
+		for i, v := range attn[t] {
+			x1[t][i] = v + x[t][i]
+		}
+		s.norm(h[t], x1[t], ly.ffnNorm, nil)
+		s.norm(hm[t], x[t], ly.ffnNormExps, nil)
+	}
+	dense, moe := rows(T, c.Embd), rows(T, c.Embd)
+	if err := s.swiglu(ctx, ly.gate, ly.up, ly.down, h, dense); err != nil {
+		return err
+	}
+	if err := s.moe(ctx, ly, hm, moe); err != nil {
+		return err
+	}
+	for t := range x {
+		for i := range x[t] {
+			x[t][i] = moe[t][i] + (dense[t][i] + x1[t][i])
+		}
 	}
 	return nil
 }

@@ -162,6 +162,9 @@ func TestFamilies(t *testing.T) {
 		// Cohere2 MoE: cohere2's parallel block, a leading dense block with
 		// RoPE, sigmoid routing and an averaged shared expert.
 		{"cohere2moe", "cohere2moe", 1e-6, nil, nil},
+		// Snowflake Arctic (remote code; its logits from our float64 pass of
+		// llama.cpp's graph): dense residual MLP beside the experts.
+		{"arctic", "arctic", 1e-6, nil, nil},
 		// The Qwen vision-language text towers on text positions (M-RoPE
 		// reduces to NEOX RoPE there).
 		{"qwen25vl", "qwen2vl", 1e-6, nil, nil},

@@ -67,6 +67,7 @@ type layer struct {
 	bo                  []float32
 	attnPost            []float32
 	ffnNorm, ffnNormB   []float32
+	ffnNormExps         []float32 // arctic's experts' norm
 	gate, up, down      *matrix
 	bGate, bUp, bDown   []float32
 	ffnPost             []float32
@@ -297,6 +298,7 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 			}
 		}
 		set(&ly.ffnNormB, b("ffn_norm.bias"))
+		set(&ly.ffnNormExps, b("ffn_norm_exps.weight"))
 		set(&ly.gate, b("ffn_gate.weight"))
 		set(&ly.up, b("ffn_up.weight"))
 		set(&ly.down, b("ffn_down.weight"))

@@ -304,6 +304,9 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 		}
 		return nil
 	}
+	if c.arch.residualMoE {
+		return s.residualMoE(ctx, ly, x, o)
+	}
 	for t := range o {
 		if ly.attnPost != nil {
 			rmsNorm(o[t], o[t], ly.attnPost, c.NormEps)
