@@ -110,9 +110,60 @@ func init() {
 				{name: "blk.%d.ffn_norm_exps.weight", dims: []dim{dEmbd}},
 			}, expertRules(false)),
 		},
+		// bailingmoe2: llama_model_bailingmoe2 (Ling 2.0): the fused QKV,
+		// per-head Q/K norms, partial NeoX RoPE, leading dense blocks, then
+		// routing by the stored gating function with a selection bias,
+		// renormalised and scaled, plus the shared expert. Its loader reads
+		// no expert groups.
+		"bailingmoe2": {
+			norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU, qkNorm: true,
+			sameHeadDims: true,
+			moe:          moeInfo{kind: moeDeepseek, required: true},
+			hparams:      bailingMoe2Hparams,
+			tensors: concat(untiedHeadRules(), []rule{
+				attnNormRule,
+				{name: "blk.%d.attn_qkv.weight", dims: []dim{dEmbd, dFusedQKV}},
+				{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+				{name: "blk.%d.attn_q_norm.weight", dims: []dim{dHeadK}},
+				{name: "blk.%d.attn_k_norm.weight", dims: []dim{dHeadK}},
+				ffnNormRule,
+			}, dense(gatedFFNRules(false)), expertRules(false), []rule{
+				{name: "blk.%d.exp_probs_b.bias", dims: []dim{dExperts}, only: onlyMoE, optional: true},
+			}, sharedExpertRules(onlyMoE)),
+		},
 	} {
 		archs[name] = a
 	}
+}
+
+// bailingMoe2Hparams mirrors llama_model_bailingmoe2::load_arch_hparams:
+// the expert width, shared expert count and gating function are required,
+// the leading dense blocks, the shared experts' width (else count × expert
+// width), the weights' scale and renormalisation optional. The MTP blocks
+// (nextn_predict_layers) are loaded and not run.
+func bailingMoe2Hparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	if err := readNextN(c, r); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("expert_feed_forward_length"), new(int), true); err != nil {
+		return err
+	}
+	if err := readSharedExperts(c, r); err != nil {
+		return err
+	}
+	if _, err := r.u32(r.key("expert_shared_feed_forward_length"), &c.FFShared, false); err != nil {
+		return err
+	}
+	if c.FFShared <= 0 || c.FFShared > maxDim {
+		return fmt.Errorf("%w: shared expert width %d", ErrMetadata, c.FFShared)
+	}
+	if _, err := r.u32(r.key("expert_gating_func"), &c.ExpertGating, true); err != nil {
+		return err
+	}
+	return readGating(c, r)
 }
 
 // cohere2MoeHparams mirrors llama_model_cohere2moe::load_arch_hparams: an

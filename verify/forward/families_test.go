@@ -165,6 +165,10 @@ func TestFamilies(t *testing.T) {
 		// Snowflake Arctic (remote code; its logits from our float64 pass of
 		// llama.cpp's graph): dense residual MLP beside the experts.
 		{"arctic", "arctic", 1e-6, nil, nil},
+		// Ling 2.0 (remote code; its logits from our float64 pass of
+		// llama.cpp's graph): fused QKV, partial NeoX RoPE, sigmoid routing
+		// with a selection bias and a shared expert after a dense block.
+		{"bailingmoe2", "bailingmoe2", 1e-6, nil, nil},
 		// The Qwen vision-language text towers on text positions (M-RoPE
 		// reduces to NEOX RoPE there).
 		{"qwen25vl", "qwen2vl", 1e-6, nil, nil},
