@@ -102,6 +102,8 @@ var aliasesWithoutFixture = map[string]string{
 	"JinaBertModel": "JinaBertForMaskedLM",
 	// KimiLinearModel's second name: the same remote-code checkpoints.
 	"KimiLinearModel": "KimiLinearForCausalLM",
+	// GrokModel's second name: the same remote-code checkpoints.
+	"Grok1ForCausalLM": "GrokForCausalLM",
 }
 
 func TestFixtures(t *testing.T) {

@@ -161,6 +161,9 @@ type archInfo struct {
 	// residual MLP, and the experts read ffn_norm_exps of the block's
 	// input; both are added to attention + input (arctic).
 	residualMoE bool
+	// outNorms: attn_output_norm and layer_output_norm are the norms of
+	// the attention and FFN outputs before their residual adds (grok).
+	outNorms bool
 	// attnGate: sigmoid(attn_gate · h) multiplies the attention output
 	// before attn_output (afmoe's wqkv_gate).
 	attnGate bool

@@ -131,9 +131,57 @@ func init() {
 				{name: "blk.%d.exp_probs_b.bias", dims: []dim{dExperts}, only: onlyMoE, optional: true},
 			}, sharedExpertRules(onlyMoE)),
 		},
+		// grok: llama_model_grok (Grok-1): embeddings scaled, NeoX RoPE,
+		// the scores scaled by attention.output_scale and soft-capped
+		// (build_attn's Grok branch, then an unscaled soft-max), the
+		// attention output normed before its residual, GELU experts routed
+		// by renormalised soft-max and normed before theirs, logits scaled
+		// (and soft-capped when final_logit_softcapping is set). Grok-2's
+		// dense FFN beside the experts is not run.
+		"grok": {
+			norm: normRMS, rope: ropeNeox, ffn: ffnGeGLU, scaleQ: true, outNorms: true,
+			sameHeadDims: true, rotIsHead: true,
+			moe:     moeInfo{kind: moeLlama, required: true},
+			hparams: grokHparams,
+			tensors: concat(headRules(true, false), []rule{
+				attnNormRule,
+				{qkv: true, dims: []dim{dEmbd, dEmbd, dVGQA, dVGQA}},
+				{name: "blk.%d.attn_output.weight", dims: []dim{dEmbd, dEmbd}},
+				{name: "blk.%d.attn_output_norm.weight", dims: []dim{dEmbd}},
+				ffnNormRule,
+				{name: "blk.%d.layer_output_norm.weight", dims: []dim{dEmbd}},
+			}, expertRules(false)),
+		},
 	} {
 		archs[name] = a
 	}
+}
+
+// grokHparams mirrors llama_model_grok::load_arch_hparams: the RMS epsilon
+// required; the logit, embedding and attention output scales and the
+// attention and final soft-capping optional, with Grok-1's values as the
+// defaults (30 for the attention's, none for the logits').
+func grokHparams(c *Config, r *kvReader) error {
+	if err := rmsEps(c, r); err != nil {
+		return err
+	}
+	c.LogitScale, c.EmbedScale, c.AttnScale = 0.5773502691896257, 78.38367176906169, 0.08838834764831845
+	c.AttnSoftcap, c.FinalSoftcap = 30, 0
+	for _, k := range []struct {
+		key string
+		dst *float32
+	}{
+		{"logit_scale", &c.LogitScale}, {"embedding_scale", &c.EmbedScale}, {"attention.output_scale", &c.AttnScale},
+		{"attn_logit_softcapping", &c.AttnSoftcap}, {"final_logit_softcapping", &c.FinalSoftcap},
+	} {
+		if _, err := r.f32(r.key(k.key), k.dst, false); err != nil {
+			return err
+		}
+	}
+	if c.AttnSoftcap == 0 {
+		return fmt.Errorf("%w: %s attn_logit_softcapping 0 (the graph divides by it)", ErrMetadata, c.Arch)
+	}
+	return nil
 }
 
 // bailingMoe2Hparams mirrors llama_model_bailingmoe2::load_arch_hparams:

@@ -169,6 +169,10 @@ func TestFamilies(t *testing.T) {
 		// llama.cpp's graph): fused QKV, partial NeoX RoPE, sigmoid routing
 		// with a selection bias and a shared expert after a dense block.
 		{"bailingmoe2", "bailingmoe2", 1e-6, nil, nil},
+		// Grok-1 (remote code; its logits from our float64 pass of
+		// llama.cpp's graph with exact GELU, which ggml takes from an fp16
+		// table): soft-capped scores, output norms, GELU experts, scales.
+		{"grok", "grok", 1e-5, nil, nil},
 		// The Qwen vision-language text towers on text positions (M-RoPE
 		// reduces to NEOX RoPE there).
 		{"qwen25vl", "qwen2vl", 1e-6, nil, nil},

@@ -306,6 +306,10 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.bUp, b("ffn_up.bias"))
 		set(&ly.bDown, b("ffn_down.bias"))
 		set(&ly.ffnPost, b("post_ffw_norm.weight"))
+		if cfg.arch.outNorms {
+			set(&ly.attnPost, b("attn_output_norm.weight"))
+			set(&ly.ffnPost, b("layer_output_norm.weight"))
+		}
 		set(&ly.gateInp, b("ffn_gate_inp.weight"))
 		set(&ly.gateExps, b("ffn_gate_exps.weight"))
 		set(&ly.upExps, b("ffn_up_exps.weight"))

@@ -665,6 +665,11 @@ func (s *Session) attention(ctx context.Context, il int, q, out [][]float32) err
 
 // swiglu computes down(silu(gate·x) ⊙ up·x) for the rows x.
 func (s *Session) swiglu(ctx context.Context, gate, up, down *matrix, x, out [][]float32) error {
+	return s.glu(ctx, silu, gate, up, down, x, out)
+}
+
+// glu computes down(act(gate·x) ⊙ up·x) for the rows x.
+func (s *Session) glu(ctx context.Context, act func(float32) float32, gate, up, down *matrix, x, out [][]float32) error {
 	g, u := rows(len(x), gate.rows), rows(len(x), up.rows)
 	if err := s.mul(ctx, gate, nil, x, g); err != nil {
 		return err
@@ -674,7 +679,7 @@ func (s *Session) swiglu(ctx context.Context, gate, up, down *matrix, x, out [][
 	}
 	for t := range g {
 		for i, v := range g[t] {
-			g[t][i] = silu(v) * u[t][i]
+			g[t][i] = act(v) * u[t][i]
 		}
 	}
 	return s.mul(ctx, down, nil, g, out)
@@ -793,6 +798,8 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 			err = s.expertOAI(ctx, ly, e, x, y)
 		case ly.gateExps == nil:
 			err = s.relu2(ctx, ly.upExps[e], ly.downExps[e], x, y)
+		case c.arch.ffn == ffnGeGLU:
+			err = s.glu(ctx, gelu, ly.gateExps[e], ly.upExps[e], ly.downExps[e], x, y)
 		default:
 			err = s.swiglu(ctx, ly.gateExps[e], ly.upExps[e], ly.downExps[e], x, y)
 		}
