@@ -1,7 +1,6 @@
 package arch
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -19,7 +18,7 @@ func init() {
 // block_sparse_moe experts' w1, w2, w3 stacked per block.
 type phiMoe struct {
 	*phi3
-	experts *expertStacker
+	experts blockSparseExperts
 }
 
 func newPhiMoe(h HParams, dir string) (Model, error) {
@@ -64,18 +63,7 @@ func (m *phiMoe) Modify(in Input, bid int) ([]Output, error) {
 	if !strings.Contains(in.Name, "block_sparse_moe.experts") {
 		return m.phi3.Modify(in, bid)
 	}
-	if m.experts == nil {
-		n, err := expertCount(m.h, "num_local_experts", "num_experts")
-		if err != nil {
-			return nil, err
-		}
-		m.experts = newExpertStacker(n, m.blocks, []string{"w1", "w2", "w3"}, m.names)
-	}
-	return m.experts.add(in, nil, bid, func(bid, xid int, wid string) string {
-		return fmt.Sprintf("model.layers.%d.block_sparse_moe.experts.%d.%s.weight", bid, xid, wid)
-	}, func(bid int, wid string) string {
-		return fmt.Sprintf("model.layers.%d.block_sparse_moe.experts.%s.weight", bid, wid)
-	})
+	return m.experts.add(&m.text, in, bid)
 }
 
 func (m *phiMoe) Finish() error { return m.experts.finish() }

@@ -1,10 +1,6 @@
 package load
 
-import (
-	"fmt"
-
-	"github.com/ggufkit/ggufkit/gguf"
-)
+import "github.com/ggufkit/ggufkit/gguf"
 
 // Arctic is ArcticModel.set_vocab (conversion/arctic.py): the pieces of
 // tokenizer.model padded to Options.VocabSize, then tokenizer_config.json's
@@ -18,25 +14,11 @@ func Arctic(dir string, opts Options) ([]gguf.KV, error) {
 }
 
 func arctic(f *folder, l *kvList, opts Options) error {
-	m, err := loadSPM(f, "tokenizer.model")
+	t, err := paddedPieces(f, opts)
 	if err != nil {
 		return err
 	}
-	n := opts.VocabSize // hparams.get('vocab_size', tokenizer.vocab_size())
-	if n == 0 {
-		n = len(m.Pieces)
-	}
-	if n, err = vocabLen(n, "vocab_size"); err != nil {
-		return err
-	}
-	if len(m.Pieces) > n {
-		// tokens[token_id] = … raises IndexError.
-		return fmt.Errorf("%w: %s has %d pieces, more than vocab_size %d", ErrFormat, f.path("tokenizer.model"), len(m.Pieces), n)
-	}
-	t := newPadTable(n)
-	for id, p := range m.Pieces {
-		t.set(id, p.Piece, p.Score, spmType(p))
-	}
+	n := len(t.tokens)
 	if f.isFile("tokenizer_config.json") {
 		tc, err := f.jsonObject("tokenizer_config.json")
 		if err != nil {
