@@ -144,9 +144,14 @@ type Model interface {
 	// Finish reports tensors still held back after the last Modify.
 	Finish() error
 	// ForceType is tensor_force_quant: a type this model imposes on a
-	// tensor, if any.
+	// tensor (OutType for its True: the outtype's, past the F32 rules),
+	// if any.
 	ForceType(out *Output, nDims int) (gguf.Type, bool)
 }
+
+// OutType is the type ForceType returns for tensor_force_quant's True: the
+// outtype's type, even where the converter would otherwise keep F32.
+const OutType gguf.Type = 1<<32 - 1
 
 // TensorIndexer is implemented by a Model whose hyperparameters depend on
 // the checkpoint's tensor names (ModelBase.index_tensors, e.g. the MTP

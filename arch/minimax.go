@@ -1,7 +1,6 @@
 package arch
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -17,7 +16,7 @@ func init() {
 // block_sparse_moe w1/w2/w3 tensors stacked per block.
 type miniMaxM2 struct {
 	text
-	experts *expertStacker
+	experts blockSparseExperts
 }
 
 func newMiniMaxM2(h HParams, dir string) (Model, error) {
@@ -61,18 +60,7 @@ func (m *miniMaxM2) Modify(in Input, bid int) ([]Output, error) {
 	if !strings.Contains(in.Name, "block_sparse_moe.experts.") {
 		return m.mapped(in, in.Name, bid, nil)
 	}
-	if m.experts == nil {
-		n, err := expertCount(m.h, "num_local_experts", "num_experts")
-		if err != nil {
-			return nil, err
-		}
-		m.experts = newExpertStacker(n, m.blocks, []string{"w1", "w2", "w3"}, m.names)
-	}
-	return m.experts.add(in, nil, bid, func(bid, xid int, wid string) string {
-		return fmt.Sprintf("model.layers.%d.block_sparse_moe.experts.%d.%s.weight", bid, xid, wid)
-	}, func(bid int, wid string) string {
-		return fmt.Sprintf("model.layers.%d.block_sparse_moe.experts.%s.weight", bid, wid)
-	})
+	return m.experts.add(&m.text, in, bid)
 }
 
 func (m *miniMaxM2) Finish() error { return m.experts.finish() }

@@ -108,6 +108,8 @@ var aliasesWithoutFixture = map[string]string{
 	// LLaVA's StableLM text tower: StableLMEpoch's tensors beside the vision
 	// tower and the mm_projector, which the converter drops.
 	"LlavaStableLMEpochForCausalLM": "StableLMEpochForCausalLM",
+	// GrokModel's second name: the same remote-code checkpoints.
+	"Grok1ForCausalLM": "GrokForCausalLM",
 }
 
 func TestFixtures(t *testing.T) {

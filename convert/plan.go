@@ -381,6 +381,9 @@ func tensorType(m arch.Model, o *arch.Output, ft gguf.FileType) (gguf.Type, bool
 	nDims := len(o.Shape)
 	typ, forced := m.ForceType(o, nDims)
 	decided := forced
+	if forced && typ == arch.OutType {
+		typ = fileTypeTensorType[ft]
+	}
 	if nDims <= 1 || strings.HasSuffix(o.Name, "_norm.weight") {
 		typ, decided = gguf.F32, true
 	}

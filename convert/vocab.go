@@ -33,6 +33,7 @@ var vocabRoutines = map[arch.VocabKind]func(string, load.Options) ([]gguf.KV, er
 	arch.VocabRoberta:       load.Roberta,
 	arch.VocabRWKVWorld:     load.RWKVWorld,
 	arch.VocabXverse:        load.Xverse,
+	arch.VocabArctic:        load.Arctic,
 }
 
 // vocab returns the tokenizer metadata (set_vocab).

@@ -233,24 +233,11 @@ func phi3(f *folder, l *kvList, opts Options) error {
 	if tc["tokenizer_class"] == "GPT2Tokenizer" {
 		return gpt2(f, l, opts)
 	}
-	m, err := loadSPM(f, "tokenizer.model")
+	t, err := paddedPieces(f, opts)
 	if err != nil {
 		return err
 	}
-	n := opts.VocabSize // hparams.get('vocab_size', tokenizer.vocab_size())
-	if n == 0 {
-		n = len(m.Pieces)
-	}
-	if n, err = vocabLen(n, "vocab_size"); err != nil {
-		return err
-	}
-	if len(m.Pieces) > n {
-		return fmt.Errorf("%w: %s has %d pieces, more than vocab_size %d", ErrFormat, f.path("tokenizer.model"), len(m.Pieces), n)
-	}
-	t := newPadTable(n)
-	for id, p := range m.Pieces {
-		t.set(id, p.Piece, p.Score, spmType(p))
-	}
+	n := len(t.tokens)
 	if err := addedTokensJSON(f, t); err != nil {
 		return err
 	}
@@ -274,6 +261,32 @@ func phi3(f *folder, l *kvList, opts Options) error {
 	}
 	t.writeLlama(l, "llama")
 	return addSpecialVocab(f, l, false, len(t.tokens))
+}
+
+// paddedPieces is the table Phi3MiniModel and ArcticModel start from: the
+// pieces of tokenizer.model in a pad table of
+// hparams.get('vocab_size', tokenizer.vocab_size()) entries (more pieces
+// than that is an IndexError there, an error here).
+func paddedPieces(f *folder, opts Options) (*tokenTable, error) {
+	m, err := loadSPM(f, "tokenizer.model")
+	if err != nil {
+		return nil, err
+	}
+	n := opts.VocabSize
+	if n == 0 {
+		n = len(m.Pieces)
+	}
+	if n, err = vocabLen(n, "vocab_size"); err != nil {
+		return nil, err
+	}
+	if len(m.Pieces) > n {
+		return nil, fmt.Errorf("%w: %s has %d pieces, more than vocab_size %d", ErrFormat, f.path("tokenizer.model"), len(m.Pieces), n)
+	}
+	t := newPadTable(n)
+	for id, p := range m.Pieces {
+		t.set(id, p.Piece, p.Score, spmType(p))
+	}
+	return t, nil
 }
 
 // eachAddedToken calls set for every entry of tokenizer_config.json's

@@ -77,6 +77,9 @@ type moeInfo struct {
 	required bool // the architecture refuses n_expert = 0
 	// plainW: build_moe_ffn's norm_w is false for this moeLlama (olmoe).
 	plainW bool
+	// sharedAverage halves the sum of the routed and the shared experts
+	// (cohere2moe's ggml_scale(…, 0.5)).
+	sharedAverage bool
 }
 
 // normW reports whether the top-k weights are renormalised to sum to 1.
@@ -159,6 +162,16 @@ type archInfo struct {
 	// gatedQ: the Q projection gives each head's query and then its
 	// output gate; sigmoid(gate) multiplies the attention output (qwen3next).
 	gatedQ bool
+	// residualMoE: the FFN (on ffn_norm of attention + input) is a dense
+	// residual MLP, and the experts read ffn_norm_exps of the block's
+	// input; both are added to attention + input (arctic).
+	residualMoE bool
+	// outNorms: attn_output_norm and layer_output_norm are the norms of
+	// the attention and FFN outputs before their residual adds (grok).
+	outNorms bool
+	// attnGate: sigmoid(attn_gate · h) multiplies the attention output
+	// before attn_output (afmoe's wqkv_gate).
+	attnGate bool
 	// recurrent is the kind of a hybrid's recurrent blocks.
 	recurrent recKind
 	// parallelMixer: every block runs attention and its recurrent mixer

@@ -4,10 +4,11 @@
 // gemma3, phi3, gptneox, starcoder2, gpt2, gpt-oss and deepseek2 (and mistral4) architectures,
 // the attention + MLP/MoE families olmoe, granite, granitemoe, ernie4_5,
 // ernie4_5-moe, minimax-m2, dots1, hunyuan-dense, arcee, exaone4, smollm3 and
-// seed_oss (arch_attnmoe.go), and olmo, olmo2, command-r, phi2, stablelm,
-// falcon, starcoder, chatglm and gemma3n, the older decoders nemotron,
-// minicpm, orion and xverse (arch_classic.go) and the unabsorbed
-// latent-attention minicpm3 and plm (latent.go), the state-space models mamba
+// seed_oss (arch_attnmoe.go), the mixtures of experts phimoe, dbrx, afmoe,
+// cohere2moe, arctic, bailingmoe2 and grok (arch_moe2.go), and olmo, olmo2,
+// command-r, phi2, stablelm, falcon, starcoder, chatglm and gemma3n, the
+// older decoders nemotron, minicpm, orion and xverse (arch_classic.go) and the
+// unabsorbed latent-attention minicpm3 and plm (latent.go), the state-space models mamba
 // and mamba2 (ssm.go), the recurrent rwkv6, rwkv6qwen2, rwkv7 and arwkv7
 // (rwkv6.go, rwkv7.go), the hybrids of attention and recurrent blocks lfm2, lfm2moe,
 // granitehybrid, jamba and falcon-h1 (hybrid.go), nemotron_h_moe

@@ -149,6 +149,30 @@ func TestFamilies(t *testing.T) {
 		{"mixtral", "llama", 1e-6, nil, nil},
 		{"qwen2moe", "qwen2moe", 1e-6, nil, nil},
 		{"qwen3moe", "qwen3moe", 1e-6, nil, nil},
+		// Phi-3.5-MoE under phi3's graph; its logits are transformers' with
+		// llama.cpp's RMS norms, soft-max routing and LongRoPE attention
+		// factor swapped in (testdata/gen/fixtures/phimoe.py).
+		{"phimoe", "phimoe", 1e-6, nil, nil},
+		// DBRX: fused QKV clamped, weight-only LayerNorms, experts stored as
+		// one tensor per projection.
+		{"dbrx", "dbrx", 1e-6, nil, nil},
+		// Trinity: attention output gate, SWA on 3 blocks of 4 (RoPE there
+		// only), MuP embedding scale, sigmoid routing after a dense block.
+		{"afmoe", "afmoe", 1e-6, nil, nil},
+		// Cohere2 MoE: cohere2's parallel block, a leading dense block with
+		// RoPE, sigmoid routing and an averaged shared expert.
+		{"cohere2moe", "cohere2moe", 1e-6, nil, nil},
+		// Snowflake Arctic (remote code; its logits from our float64 pass of
+		// llama.cpp's graph): dense residual MLP beside the experts.
+		{"arctic", "arctic", 1e-6, nil, nil},
+		// Ling 2.0 (remote code; its logits from our float64 pass of
+		// llama.cpp's graph): fused QKV, partial NeoX RoPE, sigmoid routing
+		// with a selection bias and a shared expert after a dense block.
+		{"bailingmoe2", "bailingmoe2", 1e-6, nil, nil},
+		// Grok-1 (remote code; its logits from our float64 pass of
+		// llama.cpp's graph with exact GELU, which ggml takes from an fp16
+		// table): soft-capped scores, output norms, GELU experts, scales.
+		{"grok", "grok", 1e-5, nil, nil},
 		// The Qwen vision-language text towers on text positions (M-RoPE
 		// reduces to NEOX RoPE there).
 		{"qwen25vl", "qwen2vl", 1e-6, nil, nil},

@@ -61,6 +61,7 @@ type Model struct {
 type layer struct {
 	index               int // the block number
 	attnNorm, attnNormB []float32
+	attnGate            *matrix
 	wq, wk, wv, wqkv    *matrix
 	bq, bk, bv, bqkv    []float32
 	qNorm, kNorm        []float32
@@ -68,6 +69,7 @@ type layer struct {
 	bo                  []float32
 	attnPost            []float32
 	ffnNorm, ffnNormB   []float32
+	ffnNormExps         []float32 // arctic's experts' norm
 	gate, up, down      *matrix
 	bGate, bUp, bDown   []float32
 	ffnPost             []float32
@@ -291,6 +293,9 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.qNorm, b("attn_q_norm.weight"))
 		set(&ly.kNorm, b("attn_k_norm.weight"))
 		set(&ly.wo, b("attn_output.weight"))
+		if cfg.arch.attnGate {
+			set(&ly.attnGate, b("attn_gate.weight"))
+		}
 		set(&ly.bo, b("attn_output.bias"))
 		if cfg.arch.ffnNormPostAttn {
 			set(&ly.ffnNorm, b("post_attention_norm.weight"))
@@ -300,8 +305,12 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 			if ly.ffnNorm == nil {
 				set(&ly.ffnNorm, b("ffn_norm")) // falcon-h1's, without .weight
 			}
+			if ly.ffnNorm == nil {
+				set(&ly.ffnNorm, b("attn_output_norm.weight")) // dbrx's attn_out_norm
+			}
 		}
 		set(&ly.ffnNormB, b("ffn_norm.bias"))
+		set(&ly.ffnNormExps, b("ffn_norm_exps.weight"))
 		set(&ly.gate, b("ffn_gate.weight"))
 		set(&ly.up, b("ffn_up.weight"))
 		set(&ly.down, b("ffn_down.weight"))
@@ -309,6 +318,10 @@ func Load(cfg *Config, w Weights, opts Options) (*Model, error) {
 		set(&ly.bUp, b("ffn_up.bias"))
 		set(&ly.bDown, b("ffn_down.bias"))
 		set(&ly.ffnPost, b("post_ffw_norm.weight"))
+		if cfg.arch.outNorms {
+			set(&ly.attnPost, b("attn_output_norm.weight"))
+			set(&ly.ffnPost, b("layer_output_norm.weight"))
+		}
 		set(&ly.gateInp, b("ffn_gate_inp.weight"))
 		set(&ly.gateExps, b("ffn_gate_exps.weight"))
 		set(&ly.upExps, b("ffn_up_exps.weight"))

@@ -228,6 +228,9 @@ func (s *Session) norm(dst, x, w, b []float32) {
 		rmsNormPlain(dst, x, s.m.cfg.NormEps)
 	default:
 		rmsNorm(dst, x, w, s.m.cfg.NormEps)
+		for i := range b { // build_norm adds a bias after either norm (phimoe)
+			dst[i] += b[i]
+		}
 	}
 }
 
@@ -308,6 +311,9 @@ func (s *Session) layer(ctx context.Context, il int, x [][]float32) error {
 		}
 		return nil
 	}
+	if c.arch.residualMoE {
+		return s.residualMoE(ctx, ly, x, o)
+	}
 	for t := range o {
 		if ly.attnPost != nil {
 			rmsNorm(o[t], o[t], ly.attnPost, c.NormEps)
@@ -353,8 +359,14 @@ func (s *Session) selfAttention(ctx context.Context, il int, ly *layer, h [][]fl
 		return nil, err
 	}
 	var gate [][]float32
-	if c.arch.gatedQ {
+	switch {
+	case c.arch.gatedQ:
 		q, gate = splitQueryGate(q, c.Heads, c.HeadDimK)
+	case ly.attnGate != nil:
+		gate = rows(T, c.headsQ())
+		if err := s.mul(ctx, ly.attnGate, nil, h, gate); err != nil {
+			return nil, err
+		}
 	}
 	if !c.arch.qkNormAfterRope {
 		s.qkNorm(q, ly.qNorm, c.Heads)
@@ -672,6 +684,11 @@ func (s *Session) attention(ctx context.Context, il int, q, out [][]float32) err
 
 // swiglu computes down(silu(gate·x) ⊙ up·x) for the rows x.
 func (s *Session) swiglu(ctx context.Context, gate, up, down *matrix, x, out [][]float32) error {
+	return s.glu(ctx, silu, gate, up, down, x, out)
+}
+
+// glu computes down(act(gate·x) ⊙ up·x) for the rows x.
+func (s *Session) glu(ctx context.Context, act func(float32) float32, gate, up, down *matrix, x, out [][]float32) error {
 	g, u := rows(len(x), gate.rows), rows(len(x), up.rows)
 	if err := s.mul(ctx, gate, nil, x, g); err != nil {
 		return err
@@ -681,7 +698,7 @@ func (s *Session) swiglu(ctx context.Context, gate, up, down *matrix, x, out [][
 	}
 	for t := range g {
 		for i, v := range g[t] {
-			g[t][i] = silu(v) * u[t][i]
+			g[t][i] = act(v) * u[t][i]
 		}
 	}
 	return s.mul(ctx, down, nil, g, out)
@@ -800,6 +817,8 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 			err = s.expertOAI(ctx, ly, e, x, y)
 		case ly.gateExps == nil:
 			err = s.relu2(ctx, ly.upExps[e], ly.downExps[e], x, y)
+		case c.arch.ffn == ffnGeGLU:
+			err = s.glu(ctx, gelu, ly.gateExps[e], ly.upExps[e], ly.downExps[e], x, y)
 		default:
 			err = s.swiglu(ctx, ly.gateExps[e], ly.upExps[e], ly.downExps[e], x, y)
 		}
@@ -842,6 +861,9 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 		for t := range out {
 			for d, v := range sh[t] {
 				out[t][d] += v
+			}
+			if c.arch.moe.sharedAverage {
+				scaleRow(out[t], 0.5)
 			}
 		}
 		return nil
