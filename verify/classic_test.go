@@ -15,6 +15,8 @@ func TestClassicFixtures(t *testing.T) {
 		{"orion", "LayerNorms with biases"},
 		{"plm", "Latent attention without a query LoRA"},
 		{"xverse", "Its own vocabulary routine"},
+		{"codeshell", "Grouped keys in a fused QKV"},
+		{"refact", "ALiBi with one key head"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
