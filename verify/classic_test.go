@@ -17,6 +17,7 @@ func TestClassicFixtures(t *testing.T) {
 		{"xverse", "Its own vocabulary routine"},
 		{"codeshell", "Grouped keys in a fused QKV"},
 		{"refact", "ALiBi with one key head"},
+		{"pangu", "Biases and grouped keys"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

@@ -1,7 +1,8 @@
 package forward
 
-// GPT-2-named code models (src/models/codeshell.cpp and refact.cpp of
-// llama.cpp commit 0c1e570), rows of the architecture table.
+// GPT-2-named code models and openPangu-Embedded (src/models/codeshell.cpp,
+// refact.cpp and pangu-embed.cpp of llama.cpp commit 0c1e570), rows of the
+// architecture table.
 func init() {
 	// codeshell: LayerNorms with biases, a fused (GQA) QKV, NeoX RoPE on
 	// the whole head, GELU FFN, biases everywhere, untied.
@@ -26,6 +27,20 @@ func init() {
 			{name: "blk.%d.ffn_up.weight", dims: []dim{dEmbd, dFF}},
 			{name: "blk.%d.ffn_up.bias", dims: []dim{dFF}},
 		},
+	}
+	// pangu-embedded: llama's block with NeoX RoPE, the attention output
+	// bias required, Q/K/V and FFN biases optional, tied or untied.
+	archs["pangu-embedded"] = &archInfo{
+		norm: normRMS, rope: ropeNeox, ffn: ffnSwiGLU,
+		sameHeadDims: true, rotIsHead: true,
+		hparams: rmsEps,
+		tensors: concat(headRules(true, false), []rule{
+			attnNormRule,
+			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
+			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
+			{name: "blk.%d.attn_output.bias", dims: []dim{dEmbd}},
+			ffnNormRule,
+		}, gatedFFNRules(true)),
 	}
 	// refact: llama's block without RoPE, ALiBi in the soft-max (the
 	// loader's fixed maximum bias 8), the attention output and FFN biases

@@ -21,6 +21,7 @@ func TestClassicFamilies(t *testing.T) {
 		// float64 reference's tanh GELU swapped in).
 		{"codeshell", "codeshell", 1e-3},
 		{"refact", "refact", 1e-6},
+		{"pangu", "pangu-embedded", 1e-6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
