@@ -33,6 +33,33 @@ func (t *text) addConfigKeys(keys []configKey) error {
 	return nil
 }
 
+// gptCodeParams writes the keys CodeShellModel and RefactModel begin with:
+// context_length (n_positions), embedding_length (n_embd), the
+// feed-forward length ffn(n_embd), block_count and head_count (n_head).
+func (t *text) gptCodeParams(ffn func(nEmbd int64) int64) (*kv, error) {
+	k := &kv{arch: t.arch}
+	nEmbd, err := t.h.MustInt("n_embd")
+	if err != nil {
+		return nil, err
+	}
+	if err := t.addConfigKeys([]configKey{
+		{"context_length", "n_positions", k.u32},
+		{"embedding_length", "n_embd", k.u32},
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.u32OrArray("feed_forward_length", ffn(nEmbd)); err != nil {
+		return nil, err
+	}
+	if err := k.u32("block_count", t.blocks); err != nil {
+		return nil, err
+	}
+	if err := t.addConfigKeys([]configKey{{"attention.head_count", "n_head", k.u32OrArray}}); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
 // codeShell is CodeShellModel (conversion/codeshell.py): GPT-2's tensor
 // names with GQA and NeoX RoPE, its own parameter list.
 type codeShell struct{ text }
@@ -48,25 +75,11 @@ func (m *codeShell) Vocab() VocabKind { return VocabGPT2 }
 // 4 × n_embd, num_query_groups KV heads, rope base 10000 with a linear
 // scaling of factor 1.
 func (m *codeShell) Params(ft gguf.FileType) ([]gguf.KV, error) {
-	k := &kv{arch: m.arch}
-	nEmbd, err := m.h.MustInt("n_embd")
+	k, err := m.gptCodeParams(func(nEmbd int64) int64 { return 4 * nEmbd })
 	if err != nil {
 		return nil, err
 	}
 	if err := m.addConfigKeys([]configKey{
-		{"context_length", "n_positions", k.u32},
-		{"embedding_length", "n_embd", k.u32},
-	}); err != nil {
-		return nil, err
-	}
-	if err := k.u32OrArray("feed_forward_length", 4*nEmbd); err != nil {
-		return nil, err
-	}
-	if err := k.u32("block_count", m.blocks); err != nil {
-		return nil, err
-	}
-	if err := m.addConfigKeys([]configKey{
-		{"attention.head_count", "n_head", k.u32OrArray},
 		{"attention.head_count_kv", "num_query_groups", k.u32OrArray},
 		{"attention.layer_norm_epsilon", "layer_norm_epsilon", k.f32},
 	}); err != nil {
@@ -107,24 +120,8 @@ func refactFFN(nEmbd int64) int64 {
 
 // Params is RefactModel.set_gguf_parameters.
 func (m *refact) Params(ft gguf.FileType) ([]gguf.KV, error) {
-	k := &kv{arch: m.arch}
-	nEmbd, err := m.h.MustInt("n_embd")
+	k, err := m.gptCodeParams(refactFFN)
 	if err != nil {
-		return nil, err
-	}
-	if err := m.addConfigKeys([]configKey{
-		{"context_length", "n_positions", k.u32},
-		{"embedding_length", "n_embd", k.u32},
-	}); err != nil {
-		return nil, err
-	}
-	if err := k.u32OrArray("feed_forward_length", refactFFN(nEmbd)); err != nil {
-		return nil, err
-	}
-	if err := k.u32("block_count", m.blocks); err != nil {
-		return nil, err
-	}
-	if err := m.addConfigKeys([]configKey{{"attention.head_count", "n_head", k.u32OrArray}}); err != nil {
 		return nil, err
 	}
 	if err := k.u32OrArray("attention.head_count_kv", 1); err != nil {
