@@ -227,6 +227,11 @@ const baichuanRecursion = "llama.cpp's converter fails on every Baichuan checkpo
 	"passes each tensor other than W_pack back to itself under its mapped GGUF name, which maps to itself again " +
 	"(RecursionError: maximum recursion depth exceeded)"
 
+// jaisMetaItem is why Jais 1 is refused.
+const jaisMetaItem = "llama.cpp's converter fails on every Jais checkpoint: JaisModel.modify_tensors reads the " +
+	"first ALiBi slope of transformer.relative_pe.slopes with .item(), which its default lazy mode cannot do " +
+	"(RuntimeError: Tensor.item() cannot be called on meta tensors)"
+
 // refused names converter classes ggufkit knowingly does not convert, with
 // the reason an unsupported-architecture error gives.
 var refused = map[string]string{
@@ -245,6 +250,7 @@ var refused = map[string]string{
 		"--target-model-dir; ggufkit converts DeepseekV4ForCausalLM only",
 	"BaichuanForCausalLM": baichuanRecursion,
 	"BaiChuanForCausalLM": baichuanRecursion,
+	"JAISLMHeadModel":     jaisMetaItem,
 	"UltravoxModel": "Ultravox has no text decoder of its own (it uses a Llama or another model's); convert its " +
 		"audio encoder with --mmproj",
 }

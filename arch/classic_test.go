@@ -8,6 +8,16 @@ import (
 	"github.com/ggufkit/ggufkit/gguf"
 )
 
+// TestJaisRefused: Jais 1 is refused with the converter's failure as the
+// reason.
+func TestJaisRefused(t *testing.T) {
+	var u *UnsupportedError
+	_, err := New(hp(t, `{"architectures":["JAISLMHeadModel"],"n_layer":2}`), "")
+	if !errors.As(err, &u) || u.Reason != jaisMetaItem {
+		t.Fatalf("New: %v, want the Jais refusal", err)
+	}
+}
+
 // TestBaichuanRefused: both Baichuan class names are refused with the
 // converter's failure as the reason.
 func TestBaichuanRefused(t *testing.T) {

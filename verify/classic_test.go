@@ -15,6 +15,9 @@ func TestClassicFixtures(t *testing.T) {
 		{"orion", "LayerNorms with biases"},
 		{"plm", "Latent attention without a query LoRA"},
 		{"xverse", "Its own vocabulary routine"},
+		{"codeshell", "Grouped keys in a fused QKV"},
+		{"refact", "ALiBi with one key head"},
+		{"pangu", "Biases and grouped keys"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

@@ -29,7 +29,8 @@ ARCHS = ["llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "
          "t5encoder", "llama-embed", "mamba", "mamba2", "jamba", "granitehybrid", "nemotron_h", "falcon-h1", "rwkv6",
          "rwkv6qwen2", "rwkv7", "arwkv7", "kimi-linear", "mistral4", "nemotron_h_moe",
          "bloom", "mpt", "jais2", "nemotron", "minicpm", "minicpm3", "orion", "xverse", "baichuan", "plm",
-         "phimoe", "dbrx", "afmoe", "cohere2moe", "arctic", "grok", "bailingmoe2"]
+         "phimoe", "dbrx", "afmoe", "cohere2moe", "arctic", "grok", "bailingmoe2",
+         "codeshell", "refact", "openelm", "jais", "deci", "pangu-embedded"]
 
 ARCHS = sys.argv[1:] or ARCHS
 
