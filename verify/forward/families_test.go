@@ -271,6 +271,9 @@ func TestFamilies(t *testing.T) {
 		{"stablelmepoch", "stablelm", 1e-6, nil, nil},
 		{"olmocaps", "olmo", 1e-6, nil, nil},
 		{"olmo3", "olmo2", 1e-6, nil, nil},
+		// Remote-code class names on converted families (archd).
+		{"iquestcoder", "llama", 1e-6, nil, nil},
+		{"kormo", "qwen2", 1e-6, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
