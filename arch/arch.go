@@ -240,6 +240,9 @@ var refused = map[string]string{
 		"--target-model-dir; ggufkit converts DeepseekV4ForCausalLM only",
 	"BaichuanForCausalLM": baichuanRecursion,
 	"BaiChuanForCausalLM": baichuanRecursion,
+	"ExaoneForCausalLM": "llama.cpp's converter fails on every EXAONE 3 / 3.5 checkpoint: transformers 5.24 has an " +
+		"ExaoneConfig for their model_type exaone, which reads activation_function as hidden_act and drops it, so " +
+		"ExaoneModel.set_gguf_parameters stops with KeyError: 'activation_function'",
 	"UltravoxModel": "Ultravox has no text decoder of its own (it uses a Llama or another model's); convert its " +
 		"audio encoder with --mmproj",
 }
