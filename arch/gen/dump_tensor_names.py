@@ -28,7 +28,9 @@ ARCHS = ["llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "
          "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "modern-bert", "eurobert", "neo-bert", "t5",
          "t5encoder", "llama-embed", "mamba", "mamba2", "jamba", "granitehybrid", "nemotron_h", "falcon-h1", "rwkv6",
          "rwkv6qwen2", "rwkv7", "arwkv7", "kimi-linear", "mistral4", "nemotron_h_moe",
-         "bloom", "mpt", "jais2", "nemotron", "minicpm", "minicpm3", "orion", "xverse", "baichuan", "plm"]
+         "bloom", "mpt", "jais2", "nemotron", "minicpm", "minicpm3", "orion", "xverse", "baichuan", "plm",
+         # archd
+         "granite_swa"]
 
 ARCHS = sys.argv[1:] or ARCHS
 
