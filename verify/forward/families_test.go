@@ -274,6 +274,7 @@ func TestFamilies(t *testing.T) {
 		// Remote-code class names on converted families (archd).
 		{"iquestcoder", "llama", 1e-6, nil, nil},
 		{"kormo", "qwen2", 1e-6, nil, nil},
+		{"nanbeige", "nanbeige", 1e-6, nil, nil},
 		// Attention sinks and a 2-token window on 3 blocks of 4. The dense
 		// fixture agrees to 2.2e-5 (measured; the MoE one, with the same
 		// attention, to 2.9e-7): the window and pattern are right (without
