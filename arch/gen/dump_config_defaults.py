@@ -45,7 +45,7 @@ MODEL_TYPES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qw
                "t5", "mamba", "falcon_mamba", "mamba2", "jamba", "bamba", "granitemoehybrid", "nemotron_h", "falcon_h1",
                "rwkv", "kimi_linear", "glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "mistral4",
                "olmo3", "bloom", "mpt", "jais2",
-               "granite_swa", "granitemoe_swa"]
+               "granite_swa", "granitemoe_swa", "mellum"]
 
 
 def plain(v):
