@@ -119,3 +119,13 @@ func TestExaoneRefused(t *testing.T) {
 		t.Fatalf("New: %v, want the EXAONE refusal", err)
 	}
 }
+
+// TestQwen1Refused: Qwen (1) is refused for its remote-code tiktoken
+// vocabulary.
+func TestQwen1Refused(t *testing.T) {
+	var u *UnsupportedError
+	_, err := New(hp(t, `{"architectures":["QWenLMHeadModel"],"num_hidden_layers":2}`), "")
+	if !errors.As(err, &u) || !strings.Contains(u.Reason, "qwen.tiktoken") {
+		t.Fatalf("New: %v, want the Qwen (1) refusal", err)
+	}
+}
