@@ -33,4 +33,6 @@ func (m *maincoder) Params(ft gguf.FileType) ([]gguf.KV, error) {
 	return k.l.KVs(), nil
 }
 
-func (m *maincoder) Modify(in Input, bid int) ([]Output, error) { return m.mapped(in, in.Name, bid, nil) }
+func (m *maincoder) Modify(in Input, bid int) ([]Output, error) {
+	return m.mapped(in, in.Name, bid, nil)
+}
