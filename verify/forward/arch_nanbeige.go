@@ -3,22 +3,14 @@ package forward
 import "fmt"
 
 // nanbeige (llama.cpp's src/models/nanbeige.cpp): llama's block (NORM
-// RoPE, optional rope_freqs, SwiGLU). With num_loops above 1 llama.cpp
-// runs the blocks that many times over with shared weights (the output
-// norm between loops unless skip_loop_final_norm); that is not modelled.
+// RoPE, optional rope_freqs, SwiGLU) with its own hyperparameters. With
+// num_loops above 1 llama.cpp runs the blocks that many times over with
+// shared weights (the output norm between loops unless
+// skip_loop_final_norm); that is not modelled.
 func init() {
-	archs["nanbeige"] = &archInfo{
-		norm: normRMS, rope: ropeNorm, ffn: ffnSwiGLU, ropeFactors: factorsFreqs,
-		sameHeadDims: true,
-		hparams:      nanbeigeHparams,
-		tensors: concat(headRules(true, false), []rule{
-			{name: "rope_freqs.weight", dims: []dim{dRot2}, optional: true},
-			attnNormRule,
-			{qkv: true, dims: []dim{dEmbd, dQ, dKGQA, dVGQA}},
-			{name: "blk.%d.attn_output.weight", dims: []dim{dQ, dEmbd}},
-			ffnNormRule,
-		}, gatedFFNRules(false)),
-	}
+	m := *archs["llama"]
+	m.hparams = nanbeigeHparams
+	archs["nanbeige"] = &m
 }
 
 // nanbeigeHparams mirrors llama_model_nanbeige::load_arch_hparams for one
