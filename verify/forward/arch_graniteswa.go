@@ -35,8 +35,9 @@ func init() {
 
 // graniteSWAHparams mirrors llama_model_granite_swa::load_arch_hparams:
 // granite-moe's scales (the logit scale required) and shared expert
-// width, the sliding window and its per-block pattern (both required),
-// and the optional rope pattern (false: a block without RoPE).
+// width, the sliding window and its per-block pattern (both required,
+// the sliding blocks rotated as the others), and the optional rope
+// pattern (false: a block without RoPE).
 func graniteSWAHparams(c *Config, r *kvReader) error {
 	if err := granitemoeHparams(c, r); err != nil {
 		return err
@@ -51,6 +52,8 @@ func graniteSWAHparams(c *Config, r *kvReader) error {
 	if _, err := r.u32(r.key("attention.sliding_window"), &c.SlidingWindow, true); err != nil {
 		return err
 	}
+	// The graph rotates every block with the model's rope base and scale.
+	c.RopeBaseSWA, c.RopeFreqScaleSWA = c.RopeBase, c.RopeFreqScale
 	key = r.key("attention.rope_pattern")
 	v, ok := r.md.KV(key)
 	if !ok {
