@@ -251,6 +251,13 @@ var refused = map[string]string{
 	"BaichuanForCausalLM": baichuanRecursion,
 	"BaiChuanForCausalLM": baichuanRecursion,
 	"JAISLMHeadModel":     jaisMetaItem,
+	"ExaoneForCausalLM": "llama.cpp's converter fails on every EXAONE 3 / 3.5 checkpoint: transformers 5.24 has an " +
+		"ExaoneConfig for their model_type exaone, which reads activation_function as hidden_act and drops it, so " +
+		"ExaoneModel.set_gguf_parameters stops with KeyError: 'activation_function'",
+	"QWenLMHeadModel": "Qwen (1)'s tokenizer is qwen.tiktoken read through its remote code (tokenization_qwen.py, " +
+		"QWenTokenizer), which QwenModel.set_vocab loads with trust_remote_code for its mergeable_ranks and special " +
+		"tokens, rebuilding the merges by BPE over the ranks, and names its pre-tokenizer by hashing that tokenizer's " +
+		"output; ggufkit has no reader for it",
 	"UltravoxModel": "Ultravox has no text decoder of its own (it uses a Llama or another model's); convert its " +
 		"audio encoder with --mmproj",
 }

@@ -3,6 +3,7 @@ package arch
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ggufkit/ggufkit/gguf"
@@ -116,5 +117,25 @@ func TestNemotronRopeScaling(t *testing.T) {
 		if got["nemotron.rope.scaling.type"] != tc.typ || got["nemotron.rope.dimension_count"] != uint32(2) {
 			t.Errorf("%q: scaling %v, rope dims %v", tc.extra, got["nemotron.rope.scaling.type"], got["nemotron.rope.dimension_count"])
 		}
+	}
+}
+
+// TestExaoneRefused: EXAONE 3 / 3.5 is refused with the converter's
+// failure as the reason.
+func TestExaoneRefused(t *testing.T) {
+	var u *UnsupportedError
+	_, err := New(hp(t, `{"architectures":["ExaoneForCausalLM"],"model_type":"exaone","num_layers":2}`), "")
+	if !errors.As(err, &u) || !strings.Contains(u.Reason, "activation_function") {
+		t.Fatalf("New: %v, want the EXAONE refusal", err)
+	}
+}
+
+// TestQwen1Refused: Qwen (1) is refused for its remote-code tiktoken
+// vocabulary.
+func TestQwen1Refused(t *testing.T) {
+	var u *UnsupportedError
+	_, err := New(hp(t, `{"architectures":["QWenLMHeadModel"],"num_hidden_layers":2}`), "")
+	if !errors.As(err, &u) || !strings.Contains(u.Reason, "qwen.tiktoken") {
+		t.Fatalf("New: %v, want the Qwen (1) refusal", err)
 	}
 }

@@ -97,7 +97,7 @@ func (m *graniteMoe) Modify(in Input, bid int) ([]Output, error) {
 
 // split is ModelBase.modify_tensors under the GGUF name
 // blk.{bid}.{part}.weight (format_tensor_name).
-func (m *graniteMoe) split(in Input, bid int, build func([][]float32) ([]float32, error), part string) ([]Output, error) {
+func (m *granite) split(in Input, bid int, build func([][]float32) ([]float32, error), part string) ([]Output, error) {
 	name := fmt.Sprintf("blk.%d.%s.weight", bid, part)
 	outs, err := m.mapped(in, name, bid, build)
 	if err != nil {

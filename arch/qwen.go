@@ -131,20 +131,26 @@ func (m *qwenMoe) Modify(in Input, bid int) ([]Output, error) {
 		}
 		return m.splitGateUp(in, name, bid)
 	case strings.Contains(name, "experts"):
-		n, err := expertCount(m.h, "num_local_experts", "num_experts")
-		if err != nil {
-			return nil, err
-		}
-		if m.experts == nil {
-			m.experts = newExpertStacker(n, m.blocks, []string{"down_proj", "gate_proj", "up_proj"}, m.names)
-		}
-		return m.experts.add(in, nil, bid, func(bid, xid int, wid string) string {
-			return fmt.Sprintf("model.layers.%d.mlp.experts.%d.%s.weight", bid, xid, wid)
-		}, func(bid int, wid string) string {
-			return fmt.Sprintf("model.layers.%d.mlp.experts.%s.weight", bid, wid)
-		})
+		return m.stack(in, bid)
 	}
 	return m.mapped(in, name, bid, nil)
+}
+
+// stack holds a per-expert tensor (model.layers.N.mlp.experts.X.W.weight)
+// until its block is complete, then stacks each of down, gate and up.
+func (m *qwenMoe) stack(in Input, bid int) ([]Output, error) {
+	n, err := expertCount(m.h, "num_local_experts", "num_experts")
+	if err != nil {
+		return nil, err
+	}
+	if m.experts == nil {
+		m.experts = newExpertStacker(n, m.blocks, []string{"down_proj", "gate_proj", "up_proj"}, m.names)
+	}
+	return m.experts.add(in, nil, bid, func(bid, xid int, wid string) string {
+		return fmt.Sprintf("model.layers.%d.mlp.experts.%d.%s.weight", bid, xid, wid)
+	}, func(bid int, wid string) string {
+		return fmt.Sprintf("model.layers.%d.mlp.experts.%s.weight", bid, wid)
+	})
 }
 
 // checkFusedExperts checks that a fused 3-D expert tensor holds the

@@ -44,7 +44,8 @@ MODEL_TYPES = ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qw
                "internlm3", "xlm-roberta", "roberta", "camembert", "distilbert", "nomic_bert", "modernbert", "eurobert",
                "t5", "mamba", "falcon_mamba", "mamba2", "jamba", "bamba", "granitemoehybrid", "nemotron_h", "falcon_h1",
                "rwkv", "kimi_linear", "glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "mistral4",
-               "olmo3", "bloom", "mpt", "jais2", "phimoe", "dbrx", "afmoe", "cohere2_moe"]
+               "olmo3", "bloom", "mpt", "jais2", "phimoe", "dbrx", "afmoe", "cohere2_moe",
+               "granite_swa", "granitemoe_swa", "mellum"]
 
 
 def plain(v):

@@ -30,7 +30,8 @@ ARCHS = ["llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "
          "rwkv6qwen2", "rwkv7", "arwkv7", "kimi-linear", "mistral4", "nemotron_h_moe",
          "bloom", "mpt", "jais2", "nemotron", "minicpm", "minicpm3", "orion", "xverse", "baichuan", "plm",
          "phimoe", "dbrx", "afmoe", "cohere2moe", "arctic", "grok", "bailingmoe2",
-         "codeshell", "refact", "openelm", "jais", "deci", "pangu-embedded"]
+         "codeshell", "refact", "openelm", "jais", "deci", "pangu-embedded",
+         "granite_swa", "nanbeige", "mellum", "maincoder"]
 
 ARCHS = sys.argv[1:] or ARCHS
 

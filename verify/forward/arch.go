@@ -184,6 +184,10 @@ type archInfo struct {
 	// FFN (feed_forward_length per block, non-zero on the FFN blocks),
 	// attn_norm its only norm (nemotron_h_moe).
 	soloBlocks bool
+	// sharedFused: the shared expert's gate and up are one ffn_up_shexp
+	// (2 × its width, the gate rows first) run as LLM_FFN_SWIGLU
+	// (granite_swa).
+	sharedFused bool
 
 	hparams func(c *Config, r *kvReader) error
 	tensors []rule
@@ -1295,6 +1299,7 @@ const (
 	dExperts             // n_expert
 	dFFExp               // each routed expert's FFN width
 	dFFShared            // the shared expert's FFN width
+	dFFSh2               // 2 × the shared expert's FFN width (gate and up fused)
 	dQLora               // q_lora_rank
 	dQMLA                // n_head·n_embd_head_k_mla
 	dKVA                 // kv_lora_rank + n_rot
@@ -1366,6 +1371,8 @@ func (c *Config) size(d dim) int64 {
 		return int64(c.FFExp)
 	case dFFShared:
 		return int64(c.FFShared)
+	case dFFSh2:
+		return 2 * int64(c.FFShared)
 	case dQLora:
 		return int64(c.QLora)
 	case dQMLA:

@@ -295,6 +295,19 @@ func TestFamilies(t *testing.T) {
 		{"stablelmepoch", "stablelm", 1e-6, nil, nil},
 		{"olmocaps", "olmo", 1e-6, nil, nil},
 		{"olmo3", "olmo2", 1e-6, nil, nil},
+		// Remote-code class names on converted families (archd).
+		{"iquestcoder", "llama", 1e-6, nil, nil},
+		{"kormo", "qwen2", 1e-6, nil, nil},
+		{"nanbeige", "nanbeige", 1e-6, nil, nil},
+		// Against our float64 reference of llama.cpp's graph.
+		{"maincoder", "maincoder", 1e-6, nil, nil},
+		// llama.cpp rotates Mellum's sliding-window layers with the global
+		// rope base (500000), transformers with the sliding one (10000),
+		// 2.2e-4 apart on this fixture: given that base, the logits agree.
+		{"mellum", "mellum", 1e-6, nil, func(c *Config) { c.RopeBaseSWA = 10000 }},
+		// Attention sinks and a 2-token window on 3 blocks of 4.
+		{"graniteswa", "granite_swa", 1e-6, nil, nil},
+		{"granitemoeswa", "granite_swa", 1e-6, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {

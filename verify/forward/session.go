@@ -584,15 +584,9 @@ func (s *Session) ffn(ctx context.Context, ly *layer, h, out [][]float32) error 
 			}
 		}
 	case ffnSwiGLUFused:
-		both := rows(T, 2*c.FF)
-		if err := s.mul(ctx, ly.up, ly.bUp, h, both); err != nil {
+		var err error
+		if act, err = s.fusedSwiGLU(ctx, ly.up, ly.bUp, h, c.FF); err != nil {
 			return err
-		}
-		act = rows(T, c.FF)
-		for t, r := range both {
-			for i := range act[t] {
-				act[t][i] = silu(r[i]) * r[c.FF+i]
-			}
 		}
 	}
 	return s.mul(ctx, ly.down, ly.bDown, act, out)
@@ -683,6 +677,22 @@ func (s *Session) attention(ctx context.Context, il int, q, out [][]float32) err
 }
 
 // swiglu computes down(silu(gate·x) ⊙ up·x) for the rows x.
+// fusedSwiGLU is LLM_FFN_SWIGLU on a fused gate and up: silu(a) · b per
+// row, [a | b] = up·x (+ bias), ff wide each.
+func (s *Session) fusedSwiGLU(ctx context.Context, up *matrix, bias []float32, x [][]float32, ff int) ([][]float32, error) {
+	both := rows(len(x), 2*ff)
+	if err := s.mul(ctx, up, bias, x, both); err != nil {
+		return nil, err
+	}
+	act := rows(len(x), ff)
+	for t, r := range both {
+		for i := range act[t] {
+			act[t][i] = silu(r[i]) * r[ff+i]
+		}
+	}
+	return act, nil
+}
+
 func (s *Session) swiglu(ctx context.Context, gate, up, down *matrix, x, out [][]float32) error {
 	return s.glu(ctx, silu, gate, up, down, x, out)
 }
@@ -848,9 +858,15 @@ func (s *Session) moe(ctx context.Context, ly *layer, h, out [][]float32) error 
 	}
 	sh := rows(T, c.Embd)
 	var err error
-	if ly.gateShared == nil {
+	switch {
+	case c.arch.sharedFused:
+		var act [][]float32
+		if act, err = s.fusedSwiGLU(ctx, ly.upShared, nil, h, c.FFShared); err == nil {
+			err = s.mul(ctx, ly.downSh, nil, act, sh)
+		}
+	case ly.gateShared == nil:
 		err = s.relu2(ctx, ly.upShared, ly.downSh, h, sh)
-	} else {
+	default:
 		err = s.swiglu(ctx, ly.gateShared, ly.upShared, ly.downSh, h, sh)
 	}
 	if err != nil {
