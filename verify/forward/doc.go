@@ -9,7 +9,9 @@
 // command-r, phi2, stablelm, falcon, starcoder, chatglm and gemma3n, the
 // older decoders nemotron, minicpm, orion and xverse (arch_classic.go), the
 // unabsorbed latent-attention minicpm3 and plm (latent.go), the code models
-// codeshell, refact and pangu-embedded (arch_gptcode.go), the state-space models mamba
+// codeshell, refact and pangu-embedded (arch_gptcode.go), granite_swa,
+// nanbeige, mellum and maincoder (arch_graniteswa.go, arch_nanbeige.go,
+// arch_mellum.go, arch_maincoder.go), the state-space models mamba
 // and mamba2 (ssm.go), the recurrent rwkv6, rwkv6qwen2, rwkv7 and arwkv7
 // (rwkv6.go, rwkv7.go), the hybrids of attention and recurrent blocks lfm2, lfm2moe,
 // granitehybrid, jamba and falcon-h1 (hybrid.go), nemotron_h_moe
